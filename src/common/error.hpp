@@ -1,0 +1,19 @@
+// The two kinds of failure the command line distinguishes (DESIGN.md, "Command line"):
+// InputError = the user's deck, data, checkpoint or arguments are wrong (exit code 2);
+// anything else thrown is a runtime failure (exit code 1).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace trident {
+
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRuntimeFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+}  // namespace trident

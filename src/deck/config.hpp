@@ -1,0 +1,96 @@
+// Typed configuration: what the deck parser produces and every other module consumes.
+// Nothing outside src/deck parses TOML; modules receive these structs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trident {
+
+struct ModelConfig {
+  int layers = 2;
+  int d_model = 64;
+  int heads = 4;
+  int seq_len = 64;
+  int vocab = 256;  // real vocabulary size, unpadded
+  bool tie_embeddings = true;
+
+  int head_dim() const { return d_model / heads; }
+};
+
+struct ParallelConfig {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  std::string order = "tp-dp-pp";  // fastest-varying axis first
+  std::vector<int> stage_layers;   // empty = uniform partition
+
+  int world_size() const { return tp * pp * dp; }
+};
+
+struct ScheduleConfig {
+  std::string kind = "1f1b";
+  int microbatches = 1;      // m: micro-batches per step on each data-parallel replica
+  int micro_batch_size = 1;  // sequences per micro-batch
+  int virtual_stages = 1;
+};
+
+enum class LrDecay { cosine, linear, constant };
+
+struct TrainConfig {
+  int steps = 10;
+  std::uint64_t seed = 1234;
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int warmup_steps = 0;
+  LrDecay decay = LrDecay::cosine;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;  // applied to 2-D weights only
+  double grad_clip = 1.0;     // global-norm clip; 0 = off
+};
+
+enum class DataKind { bin, text, synthetic };
+
+struct DataConfig {
+  DataKind kind = DataKind::synthetic;
+  std::string path;                  // bin/text: file path (relative paths: relative to the deck)
+  std::int64_t synthetic_tokens = 1 << 20;  // synthetic: length of the generated token stream
+};
+
+struct CheckpointConfig {
+  std::string dir = "checkpoints";  // relative to output.dir
+  int every = 0;                     // 0 = only at the end
+  int keep = 2;
+  std::string resume = "auto";       // "auto" | "none" | PATH
+};
+
+struct OutputConfig {
+  std::string dir = "runs/tiny";  // run directory; relative paths: relative to the working directory
+  int log_every = 1;               // progress line every k steps (and always the first and last)
+};
+
+struct Deck {
+  ModelConfig model;
+  ParallelConfig parallel;
+  ScheduleConfig schedule;
+  TrainConfig train;
+  DataConfig data;
+  CheckpointConfig checkpoint;
+  OutputConfig output;
+
+  std::string path;  // the file it was read from
+  std::string text;  // the file's text with overrides noted, recorded in run outputs
+
+  // Global batch in sequences: micro_batch_size × microbatches × dp.
+  int global_batch_sequences() const {
+    return schedule.micro_batch_size * schedule.microbatches * parallel.dp;
+  }
+  std::int64_t tokens_per_step() const {
+    return static_cast<std::int64_t>(global_batch_sequences()) * model.seq_len;
+  }
+};
+
+}  // namespace trident

@@ -21,13 +21,14 @@ class Gpt {
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
 
-  // One micro-batch. inputs/targets: device buffers of micro_batch_size × seq_len token ids.
-  // forward() returns the sum (not the mean) of the per-token cross-entropy losses;
-  // backward() accumulates into params().grads the gradient of  loss_scale × (that sum),
-  // so with loss_scale = 1 / (tokens in the global batch) the gradients of a step are those of
-  // the mean loss over the global batch. Every forward() must be followed by its backward().
-  double forward(const IntBuffer& inputs, const IntBuffer& targets);
-  void backward(float loss_scale);
+  // One micro-batch, identified by `microbatch` (any id; several may be in flight, as pipeline
+  // schedules need). inputs/targets: device buffers of micro_batch_size × seq_len token ids.
+  // forward() stashes its activations in the arena under that id and returns the sum (not the
+  // mean) of the per-token cross-entropy losses. backward() of the same id accumulates into
+  // params().grads the gradient of  loss_scale × (that sum) and frees the stash; with
+  // loss_scale = 1 / (tokens in the global batch) a step's gradients are those of the mean loss.
+  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets);
+  void backward(int microbatch, float loss_scale);
 
   void zero_grads();
 

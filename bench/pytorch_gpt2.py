@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Reference GPT-2 training step in eager PyTorch (CPU, fp32), timed.
+
+The model is the one trident trains (DESIGN.md "Model"): pre-LN blocks, fused qkv c_attn (C -> 3C,
+bias), c_proj, MLP C -> 4C -> C with tanh GELU, LayerNorm eps 1e-5, head tied to wte, mean
+cross-entropy, no dropout. Attention is the explicit masked softmax (nanoGPT's fallback): torch 1.13
+has no scaled_dot_product_attention. The optimizer is torch.optim.AdamW (no fused variant in 1.13),
+with weight decay on 2-D weights only and global-norm clipping at 1.0, as trident's step does.
+
+Prints one JSON line: ms_per_step (median over the steps after warm-up), tokens_per_s and what the
+numbers were measured with (torch version, threads, BLAS).
+"""
+import argparse
+import ctypes
+import json
+import math
+import re
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, heads, seq_len):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(d_model, 3 * d_model)
+        self.c_proj = nn.Linear(d_model, d_model)
+        causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
+        self.register_buffer("causal", causal.view(1, 1, seq_len, seq_len), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        # (B, T, C) -> (B, heads, T, head_dim)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(~self.causal[:, :, :T, :T], float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.c_fc = nn.Linear(d_model, 4 * d_model)
+        self.c_proj = nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, heads, seq_len):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d_model, eps=1e-5)
+        self.attn = CausalSelfAttention(d_model, heads, seq_len)
+        self.ln_2 = nn.LayerNorm(d_model, eps=1e-5)
+        self.mlp = MLP(d_model)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, d_model, heads, vocab, seq_len):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d_model)
+        self.wpe = nn.Embedding(seq_len, d_model)
+        self.h = nn.ModuleList(Block(d_model, heads, seq_len) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d_model, eps=1e-5)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, mean=0.0, std=0.02)
+
+    def forward(self, tokens, targets):
+        T = tokens.size(1)
+        x = self.wte(tokens) + self.wpe(torch.arange(T))
+        for block in self.h:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def make_optimizer(model):
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() != 2]
+    groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=3e-4, betas=(0.9, 0.95), eps=1e-8)
+
+
+def openblas_info(threads):
+    """Sets OpenBLAS's own thread count (torch.set_num_threads does not reach it in Debian's
+    generic-BLAS build) and reports the core type it dispatches to; None if BLAS is not OpenBLAS."""
+    try:
+        blas = ctypes.CDLL("libblas.so.3")  # the library libtorch_cpu links, already loaded
+        blas.openblas_set_num_threads(threads)
+        blas.openblas_get_corename.restype = ctypes.c_char_p
+        blas.openblas_get_config.restype = ctypes.c_char_p
+    except (OSError, AttributeError):
+        return None
+    return {
+        "core": blas.openblas_get_corename().decode(),
+        "config": blas.openblas_get_config().decode(),
+        "threads": blas.openblas_get_num_threads(),
+    }
+
+
+def torch_build_summary():
+    """The BLAS and vector-ISA entries of torch.__config__.show()."""
+    return "; ".join(re.findall(r"CPU capability usage: \w+|BLAS_INFO=\w+", torch.__config__.show()))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, required=True)
+    parser.add_argument("--d-model", type=int, required=True)
+    parser.add_argument("--heads", type=int, required=True)
+    parser.add_argument("--vocab", type=int, required=True)
+    parser.add_argument("--seq-len", type=int, required=True)
+    parser.add_argument("--batch", type=int, required=True, help="sequences per step")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2, help="leading steps left out of the median")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args()
+    if args.d_model % args.heads != 0:
+        parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
+    if args.steps <= args.warmup:
+        parser.error(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+
+    torch.set_num_threads(args.threads)
+    blas = openblas_info(args.threads)
+    torch.manual_seed(args.seed)
+    model = GPT(args.layers, args.d_model, args.heads, args.vocab, args.seq_len)
+    optimizer = make_optimizer(model)
+
+    step_times, losses = [], []
+    for _ in range(args.steps):
+        window = torch.randint(0, args.vocab, (args.batch, args.seq_len + 1))
+        start = time.perf_counter()
+        loss = model(window[:, :-1], window[:, 1:])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        step_times.append(time.perf_counter() - start)
+        losses.append(loss.item())
+
+    seconds = statistics.median(step_times[args.warmup:])
+    print(json.dumps({
+        "ms_per_step": 1e3 * seconds,
+        "tokens_per_s": args.batch * args.seq_len / seconds,
+        "steps_timed": args.steps - args.warmup,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "openblas": blas,
+        "torch_build": torch_build_summary(),
+    }))
+
+
+if __name__ == "__main__":
+    main()

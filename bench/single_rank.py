@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""Single-rank benchmark (issue 2): trident against the sgemm peak and against PyTorch on the CPU.
+
+For each config, trains with trident for a few steps, reads <run dir>/timeline.h5, then trains the
+same model with bench/pytorch_gpt2.py under the same thread count and OPENBLAS_CORETYPE, and prints
+one table row. Steps before --warmup are left out; times are medians.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import h5py
+
+REPO = Path(__file__).resolve().parent.parent
+
+CONFIGS = {
+    "small": dict(layers=6, d_model=384, heads=6, vocab=4096, seq_len=256, batch=8),
+    "gpt2": dict(layers=12, d_model=768, heads=12, vocab=50304, seq_len=256, batch=4),
+}
+
+FLOP_FORMULA = "FLOPs/step = 6*N_nonembedding*B*T + 6*V*C*B*T + 6*L*B*T^2*C"
+
+
+class BenchError(Exception):
+    """A failure the user must see; main() prints it and exits 1."""
+
+
+def nonembedding_parameters(cfg):
+    C = cfg["d_model"]
+    per_block = (2 * C  # ln_1
+                 + 3 * C * C + 3 * C  # c_attn
+                 + C * C + C  # attn c_proj
+                 + 2 * C  # ln_2
+                 + 4 * C * C + 4 * C  # c_fc
+                 + 4 * C * C + C)  # mlp c_proj
+    return cfg["layers"] * per_block + 2 * C  # + ln_f
+
+
+def flops_per_step(cfg):
+    """The issue's model-FLOP count: weights (forward + backward = 6 per weight and token), the tied
+    head, and causal attention counted at half of the full T x T score matrix."""
+    L, C, V, T, B = (cfg[k] for k in ("layers", "d_model", "vocab", "seq_len", "batch"))
+    return 6 * nonembedding_parameters(cfg) * B * T + 6 * V * C * B * T + 6 * L * B * T * T * C
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def run_checked(what, command, env):
+    result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    if result.returncode != 0:
+        tail = "\n".join(result.stdout.splitlines()[-40:])
+        raise BenchError(f"{what} failed with exit code {result.returncode}:\n"
+                         f"  {shlex.join(command)}\n{tail}")
+    return result.stdout
+
+
+def trident_overrides(cfg, steps, run_dir):
+    """Every key that shapes the work of a step, so that the deck's own values do not matter."""
+    settings = {
+        "model.layers": cfg["layers"], "model.d_model": cfg["d_model"], "model.heads": cfg["heads"],
+        "model.vocab": cfg["vocab"], "model.seq_len": cfg["seq_len"], "model.tie_embeddings": "true",
+        "parallel.tp": 1, "parallel.pp": 1, "parallel.dp": 1,
+        "schedule.microbatches": 1, "schedule.micro_batch_size": cfg["batch"],
+        "schedule.virtual_stages": 1,
+        # The same optimizer work as the PyTorch reference: decay on 2-D weights, clipping on.
+        "train.steps": steps, "train.warmup_steps": 0, "train.weight_decay": 0.1,
+        "train.grad_clip": 1.0,
+        "data.kind": "synthetic",
+        "output.dir": run_dir,
+    }
+    return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+
+
+def text_attribute(attrs, name):
+    value = attrs[name]
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def read_timeline(path, warmup):
+    """Median step time after warm-up and the BLAS facts trident recorded at start-up."""
+    if not path.is_file():
+        raise BenchError(f"trident exited 0 but wrote no {path}; expected the /steps table there")
+    with h5py.File(path, "r") as f:
+        if "steps" not in f:
+            raise BenchError(f"{path}: no /steps table")
+        steps = f["steps"]
+        # /steps is a compound dataset or a group of 1-D datasets; steps[name] reads a column of either.
+        fields = steps.dtype.names if isinstance(steps, h5py.Dataset) else list(steps.keys())
+        missing = [n for n in ("step", "step_time_s") if n not in fields]
+        missing += [n for n in ("gemm_peak_gflops", "blas_library", "blas_core", "blas_threads")
+                    if n not in f.attrs]
+        if missing:
+            raise BenchError(f"{path}: missing {', '.join(missing)} (need /steps columns step, "
+                             "step_time_s and root attributes gemm_peak_gflops, blas_library, "
+                             "blas_core, blas_threads)")
+
+        def column(name):
+            return [float(v) for v in steps[name][()]]
+
+        step_numbers = column("step")
+        timed = [i for i, s in enumerate(step_numbers) if s > warmup]
+        if not timed:
+            raise BenchError(f"{path}: no steps after the {warmup} warm-up steps "
+                             f"(steps recorded: {len(step_numbers)})")
+        step_time = column("step_time_s")
+        reported_gflops = column("achieved_gflops") if "achieved_gflops" in fields else None
+        return {
+            "seconds": statistics.median(step_time[i] for i in timed),
+            "reported_gflops": statistics.median(reported_gflops[i] for i in timed)
+            if reported_gflops else None,
+            "reported_flops": float(f.attrs["flops_per_step"]) if "flops_per_step" in f.attrs else None,
+            "gemm_peak_gflops": float(f.attrs["gemm_peak_gflops"]),
+            "blas": (f"{text_attribute(f.attrs, 'blas_library')}, core "
+                     f"{text_attribute(f.attrs, 'blas_core')}, "
+                     f"{text_attribute(f.attrs, 'blas_threads')} threads"),
+        }
+
+
+def run_trident(args, cfg, env):
+    with tempfile.TemporaryDirectory(prefix="trident-bench-") as run_dir:
+        command = shlex.split(args.launcher) + [str(args.trident), "run", str(args.deck)]
+        command += trident_overrides(cfg, args.steps, run_dir)
+        run_checked("trident", command, env)
+        return read_timeline(Path(run_dir) / "timeline.h5", args.warmup)
+
+
+def run_pytorch(args, cfg, env):
+    command = [sys.executable, str(REPO / "bench" / "pytorch_gpt2.py"),
+               "--layers", str(cfg["layers"]), "--d-model", str(cfg["d_model"]),
+               "--heads", str(cfg["heads"]), "--vocab", str(cfg["vocab"]),
+               "--seq-len", str(cfg["seq_len"]), "--batch", str(cfg["batch"]),
+               "--steps", str(args.steps), "--warmup", str(args.warmup),
+               "--threads", str(args.threads)]
+    output = run_checked("PyTorch reference", command, env)
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def child_environment(args):
+    """Both sides get the same BLAS core type and thread count."""
+    env = dict(os.environ)
+    if args.coretype:
+        env["OPENBLAS_CORETYPE"] = args.coretype
+    env["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    env["OMP_NUM_THREADS"] = str(args.threads)
+    return env
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", default="small,gpt2",
+                        help=f"comma-separated, from: {', '.join(CONFIGS)} (default: all)")
+    parser.add_argument("--steps", type=int, default=10, help="training steps per run (default 10)")
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="leading steps left out of the median (default 2)")
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                        help="threads for both sides (default: the CPUs this process may use)")
+    parser.add_argument("--coretype", default=None,
+                        help="OPENBLAS_CORETYPE for both sides, e.g. Haswell or SkylakeX "
+                             "(default: the environment's, reported)")
+    parser.add_argument("--trident", type=Path, default=REPO / "build" / "cpu" / "src" / "trident")
+    parser.add_argument("--deck", type=Path, default=REPO / "input_decks" / "small.toml",
+                        help="base deck; every key that matters is overridden with --set")
+    parser.add_argument("--launcher", default="",
+                        help='command put before trident, e.g. "mpirun -n 1" (default: none)')
+    args = parser.parse_args()
+    args.configs = args.configs.split(",")
+    unknown = [c for c in args.configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown config {', '.join(unknown)}; valid: {', '.join(CONFIGS)}")
+    if args.steps <= args.warmup:
+        parser.error(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
+    if not args.trident.is_file():
+        parser.error(f"no trident executable at {args.trident}; build it "
+                     "(cmake --preset cpu && cmake --build --preset cpu) or pass --trident PATH")
+    if not args.deck.is_file():
+        parser.error(f"no deck at {args.deck}; pass --deck PATH (any valid deck: the benchmark "
+                     "overrides every key that shapes a step)")
+    return args
+
+
+def bench_config(args, name, env):
+    """One table row, one note line, and what each side ran on."""
+    cfg = CONFIGS[name]
+    trident = run_trident(args, cfg, env)
+    reference = run_pytorch(args, cfg, env)
+    flops = flops_per_step(cfg)
+    gflops = flops / trident["seconds"] / 1e9
+    tokens_per_s = cfg["batch"] * cfg["seq_len"] / trident["seconds"]
+    row = [name, f"{1e3 * trident['seconds']:.1f}", f"{tokens_per_s:.0f}", f"{gflops:.1f}",
+           f"{100 * gflops / trident['gemm_peak_gflops']:.1f}%",
+           f"{reference['ms_per_step']:.1f}", f"{reference['tokens_per_s']:.0f}",
+           f"{tokens_per_s / reference['tokens_per_s']:.2f}"]
+    note = (f"{name}: L={cfg['layers']} C={cfg['d_model']} heads={cfg['heads']} V={cfg['vocab']} "
+            f"T={cfg['seq_len']} B={cfg['batch']}; N_nonembedding={nonembedding_parameters(cfg)}; "
+            f"FLOPs/step={flops / 1e9:.2f} G; sgemm peak {trident['gemm_peak_gflops']:.1f} GFLOP/s")
+    if trident["reported_flops"]:
+        note += f"; trident's own FLOPs/step {trident['reported_flops'] / 1e9:.2f} G"
+        if abs(trident["reported_flops"] / flops - 1) > 0.01:
+            note += " (DIFFERS by more than 1%)"
+    if trident["reported_gflops"]:
+        note += f", its GFLOP/s {trident['reported_gflops']:.1f}"
+    blas = reference["openblas"]
+    torch_side = (f"torch {reference['torch_version']}, {reference['threads']} threads, "
+                  + (f"OpenBLAS core {blas['core']}, {blas['threads']} BLAS threads" if blas
+                     else "BLAS not OpenBLAS")
+                  + f" ({reference['torch_build']})")
+    return row, note, trident["blas"], torch_side
+
+
+def main():
+    args = parse_args()
+    env = child_environment(args)
+    results = []
+    try:
+        for name in args.configs:
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            results.append(bench_config(args, name, env))
+    except BenchError as error:
+        sys.exit(f"single_rank.py: {error}")
+
+    rows, notes, trident_blas, torch_sides = zip(*results)
+    print(f"OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', 'unset')} | threads {args.threads} | "
+          f"CPU {cpu_model()}")
+    print(f"trident BLAS: {' / '.join(sorted(set(trident_blas)))}")
+    print(f"PyTorch: {' / '.join(sorted(set(torch_sides)))}")
+    print(f"{FLOP_FORMULA}; MFU = GFLOP/s / sgemm peak measured by trident at start-up; "
+          f"medians over steps {args.warmup + 1}..{args.steps}")
+    header = ["config", "ms/step", "tokens/s", "GFLOP/s", "MFU", "torch ms/step", "torch tokens/s",
+              "trident/torch"]
+    table = [header] + list(rows)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
+    for note in notes:
+        print(note)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+#include "cli/cli_args.hpp"
+
+#include <charconv>
+
+#include "common/error.hpp"
+
+namespace trident {
+
+const char* usage_text() {
+  return R"(trident: 3D-parallel (tensor x pipeline x data) GPT training with MPI, Kokkos and BLAS
+
+Usage:
+  trident run   DECK [--set section.key=value ...]            train (under mpirun / srun)
+  trident plan  DECK [--ranks N] [--set section.key=value ...] grid, stages, parameters, FLOPs, memory
+  trident check DECK [--set section.key=value ...]            validate the deck and exit
+  trident --help | --version
+
+Options:
+  --set section.key=value  override one deck key (repeatable), validated like the file,
+                           e.g. --set train.steps=50 --set schedule.kind=gpipe
+  --ranks N                plan for a world of N ranks (dp = N / (tp * pp) when the deck's
+                           grid does not multiply to N)
+  -h, --help               this text
+
+Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments.
+Decks: input_decks/*.toml; keys and contracts: DESIGN.md and README.md.
+)";
+}
+
+namespace {
+
+Command parse_command(const std::string& word) {
+  if (word == "run") return Command::run;
+  if (word == "plan") return Command::plan;
+  if (word == "check") return Command::check;
+  throw InputError("unknown command '" + word + "': expected run, plan or check (see trident --help)");
+}
+
+int parse_positive_int(const std::string& option, const std::string& text) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 1)
+    throw InputError(option + " " + text + ": expected a positive integer, e.g. " + option + " 8");
+  return value;
+}
+
+}  // namespace
+
+CliArgs parse_cli(int argc, char** argv) {
+  CliArgs args;
+  if (argc < 2)
+    throw InputError("no command given: expected run, plan or check (see trident --help)");
+  const std::string first = argv[1];
+  if (first == "-h" || first == "--help") return args;
+  if (first == "--version") {
+    args.command = Command::version;
+    return args;
+  }
+  args.command = parse_command(first);
+
+  for (int i = 2; i < argc; ++i) {
+    const std::string word = argv[i];
+    auto next_value = [&](const std::string& option) -> std::string {
+      if (i + 1 >= argc) throw InputError(option + " needs a value (see trident --help)");
+      return argv[++i];
+    };
+    if (word == "-h" || word == "--help") {
+      args.show_help = true;
+    } else if (word == "--set" || word.rfind("--set=", 0) == 0) {
+      const std::string assignment = word == "--set" ? next_value("--set") : word.substr(6);
+      const auto eq = assignment.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw InputError("--set " + assignment +
+                         ": expected section.key=value, e.g. --set train.lr=3e-4");
+      args.overrides.push_back(assignment);
+    } else if (word == "--ranks" || word.rfind("--ranks=", 0) == 0) {
+      if (args.command != Command::plan)
+        throw InputError("--ranks is an option of `trident plan` only; `run` takes the world size from MPI");
+      args.ranks = parse_positive_int("--ranks", word == "--ranks" ? next_value("--ranks") : word.substr(8));
+    } else if (word.rfind("-", 0) == 0) {
+      throw InputError("unknown option '" + word + "' (see trident --help)");
+    } else if (args.deck_path.empty()) {
+      args.deck_path = word;
+    } else {
+      throw InputError("unexpected argument '" + word + "': only one DECK is taken (see trident --help)");
+    }
+  }
+  if (args.deck_path.empty() && !args.show_help)
+    throw InputError("missing DECK: e.g. trident " + first + " input_decks/tiny.toml");
+  return args;
+}
+
+}  // namespace trident

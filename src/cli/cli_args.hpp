@@ -1,0 +1,25 @@
+// The command line (DESIGN.md "Command line"): parsed into plain data, nothing run here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trident {
+
+enum class Command { run, plan, check, help, version };
+
+struct CliArgs {
+  Command command = Command::help;
+  std::string deck_path;
+  std::vector<std::string> overrides;  // "section.key=value" from --set
+  std::optional<int> ranks;            // plan --ranks N
+  bool show_help = false;              // `trident <command> --help`
+};
+
+// Throws InputError (exit code 2) naming the offending argument.
+CliArgs parse_cli(int argc, char** argv);
+
+const char* usage_text();
+
+}  // namespace trident

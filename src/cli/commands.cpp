@@ -1,0 +1,111 @@
+#include "cli/commands.hpp"
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <exception>
+#include <iostream>
+#include <memory>
+
+#include "common/error.hpp"
+#include "deck/deck.hpp"
+#include "plan/report.hpp"
+#include "train/trainer.hpp"
+
+namespace trident {
+
+namespace {
+
+// Runs `body` and turns its exceptions into exit codes with one message on stderr.
+template <class Body>
+int report_errors(Body&& body) {
+  try {
+    return body();
+  } catch (const InputError& error) {
+    std::cerr << "trident: error: " << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    std::cerr << "trident: runtime failure: " << error.what() << "\n";
+    return kExitRuntimeFailure;
+  }
+}
+
+// Every rank runs `body`; then all agree on the outcome, so that a failure on some ranks never
+// leaves the others waiting in a collective. The lowest failing rank prints its message
+// (deck errors fail on every rank alike, so the user sees one message, from rank 0).
+template <class Body>
+int collectively(MPI_Comm comm, Body&& body) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int code = kExitOk;
+  std::string message;
+  try {
+    body();
+  } catch (const InputError& error) {
+    code = kExitBadInput;
+    message = std::string("trident: error: ") + error.what();
+  } catch (const std::exception& error) {
+    code = kExitRuntimeFailure;
+    message = std::string("trident: runtime failure: ") + error.what();
+  }
+  int worst = code;
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, comm);
+  if (worst == kExitOk) return kExitOk;
+  int first_failing = code != kExitOk ? rank : INT32_MAX;
+  MPI_Allreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm);
+  if (rank == first_failing) std::cerr << message << (rank > 0 ? " (rank " + std::to_string(rank) + ")" : "") << "\n";
+  return worst;
+}
+
+// A failure after setup may strike one rank while the others wait in a collective: the only
+// way to end every rank then is MPI_Abort, after printing what happened.
+template <class Body>
+int or_abort(MPI_Comm comm, Body&& body) {
+  const int code = report_errors([&] {
+    body();
+    return kExitOk;
+  });
+  if (code != kExitOk) MPI_Abort(comm, code);
+  return code;
+}
+
+}  // namespace
+
+int check_command(const CliArgs& args) {
+  return report_errors([&] {
+    const Deck deck = load_deck(args.deck_path, args.overrides);
+    const ParallelConfig& grid = deck.parallel;
+    std::cout << deck.path << ": ok (" << deck.model.layers << " layers, d_model " << deck.model.d_model
+              << ", schedule " << deck.schedule.kind << ")\n"
+              << "ranks: " << grid.world_size() << " (tp " << grid.tp << " x pp " << grid.pp << " x dp "
+              << grid.dp << ")\n";
+    return kExitOk;
+  });
+}
+
+int plan_command(const CliArgs& args) {
+  return report_errors([&] {
+    const Deck deck = load_deck(args.deck_path, args.overrides);
+    print_plan(std::cout, deck, args.ranks.value_or(deck.parallel.world_size()));
+    return kExitOk;
+  });
+}
+
+int run_command(const CliArgs& args, int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int code = kExitOk;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    std::unique_ptr<Trainer> trainer;
+    code = collectively(MPI_COMM_WORLD, [&] {
+      const Deck deck = load_deck(args.deck_path, args.overrides);
+      trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout);
+    });
+    if (code == kExitOk) code = or_abort(MPI_COMM_WORLD, [&] { trainer->run(); });
+  }
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace trident

@@ -1,0 +1,12 @@
+// The three subcommands. Each returns the process exit code.
+#pragma once
+
+#include "cli/cli_args.hpp"
+
+namespace trident {
+
+int check_command(const CliArgs& args);                   // no MPI
+int plan_command(const CliArgs& args);                    // no MPI
+int run_command(const CliArgs& args, int argc, char** argv);  // MPI + Kokkos
+
+}  // namespace trident

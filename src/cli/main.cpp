@@ -1,0 +1,30 @@
+// trident: entry point. Parses the command line and dispatches; exit codes per DESIGN.md
+// (0 ok, 1 runtime failure, 2 bad deck or arguments).
+#include <iostream>
+
+#include "cli/cli_args.hpp"
+#include "cli/commands.hpp"
+#include "common/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace trident;
+  CliArgs args;
+  try {
+    args = parse_cli(argc, argv);
+  } catch (const InputError& error) {
+    std::cerr << "trident: error: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+  if (args.command == Command::help || args.show_help) {
+    std::cout << usage_text();
+    return kExitOk;
+  }
+  switch (args.command) {
+    case Command::version: std::cout << "trident " << TRIDENT_VERSION << "\n"; return kExitOk;
+    case Command::check: return check_command(args);
+    case Command::plan: return plan_command(args);
+    case Command::run: return run_command(args, argc, argv);
+    case Command::help: break;
+  }
+  return kExitOk;
+}

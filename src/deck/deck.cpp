@@ -1,0 +1,129 @@
+// The deck pipeline: TOML text -> known keys only -> overrides applied -> typed values -> relations.
+#include "deck/deck.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "deck/locations.hpp"
+#include "deck/messages.hpp"
+#include "deck/overrides.hpp"
+#include "deck/relations.hpp"
+#include "deck/schema.hpp"
+#include "deck/suggest.hpp"
+
+namespace trident {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+toml::table parse_toml(const std::string& text, const std::string& source_name) {
+  try {
+    return toml::parse(text, std::string_view(source_name));
+  } catch (const toml::parse_error& error) {
+    fail_at(source_name + ":" + std::to_string(error.source().begin.line),
+            "invalid TOML: " + std::string(error.description()));
+  }
+}
+
+std::string unknown_key_message(std::string_view section, std::string_view name) {
+  const std::string key = section.empty() ? std::string(name) : std::string(section) + "." + std::string(name);
+  std::string message = "unknown key `" + key + "`";
+  if (const auto near = closest_key(section, name, key_names())) return message + "; did you mean `" + *near + "`?";
+  if (section.empty()) return message + "; every key belongs in a section: " + join_quoted(section_names());
+  return message + "; the keys of [" + std::string(section) + "] are " + join_quoted(key_names_in(section));
+}
+
+// Rejects sections and keys that are not in the schema, before any value is read.
+void check_known_keys(const toml::table& root, const KeyLocations& where) {
+  const std::vector<std::string> sections = section_names();
+  for (auto&& [section_key, section] : root) {
+    const std::string name(section_key.str());
+    const bool known = std::ranges::find(sections, name) != sections.end();
+    if (!known) {
+      if (!section.is_table()) fail_at(where.of_node(section), unknown_key_message("", name));  // outside any [section]
+      const auto near = closest_word(name, sections);
+      fail_at(where.of_node(section), "unknown section [" + name + "]" +
+                                          (near ? "; did you mean [" + *near + "]?"
+                                                : "; the sections are " + join_quoted(sections)));
+    }
+    if (!section.is_table()) {
+      fail_at(where.of_node(section), "`" + name + "` must be a section ([" + name + "] followed by its keys), got " +
+                                          describe(section));
+    }
+    for (auto&& [key, value] : *section.as_table()) {
+      if (find_key(name, key.str()) == nullptr) fail_at(where.of_node(value), unknown_key_message(name, key.str()));
+    }
+  }
+}
+
+void apply_override(toml::table& root, const Override& change, KeyLocations& where) {
+  if (find_key(change.section, change.name) == nullptr) {
+    fail_at("--set " + change.assignment, unknown_key_message(change.section, change.name));
+  }
+  toml::node* section = root.get(change.section);
+  if (section == nullptr) section = &root.insert(change.section, toml::table{}).first->second;
+  section->as_table()->insert_or_assign(change.name, change.value());
+  where.set_by_override(change.section + "." + change.name, change.assignment);
+}
+
+Deck read_values(const toml::table& root, const KeyLocations& where, const fs::path& deck_dir) {
+  Deck deck;
+  for (const KeySpec& key : deck_keys()) {
+    const toml::table* section = root[key.section].as_table();
+    const toml::node* value = section == nullptr ? nullptr : section->get(key.name);
+    if (value == nullptr) continue;  // keeps the default from config.hpp
+    const std::string name = key.full_name();
+    const KeySite site{name, where.of(name), where.is_override(name) ? fs::current_path() : deck_dir};
+    key.read(*value, deck, site);
+  }
+  return deck;
+}
+
+// The deck as run: the file's text and then the overrides, so that a run's copy says it all.
+std::string recorded_text(const std::string& text, const std::vector<std::string>& overrides) {
+  std::string recorded = text;
+  if (!recorded.empty() && recorded.back() != '\n') recorded += '\n';
+  for (const std::string& assignment : overrides) recorded += "# --set " + assignment + "\n";
+  return recorded;
+}
+
+}  // namespace
+
+Deck parse_deck(const std::string& text, const std::string& source_name, const std::vector<std::string>& overrides) {
+  toml::table root = parse_toml(text, source_name);
+  KeyLocations where(source_name, root);
+  check_known_keys(root, where);
+  if (!root.contains("model")) {
+    fail_at(source_name, "missing section [model]; a deck must describe its model: [model] with layers, d_model, "
+                         "heads, seq_len, vocab");
+  }
+  for (const std::string& assignment : overrides) apply_override(root, parse_override(assignment), where);
+
+  const fs::path deck_dir = source_name.empty() ? fs::current_path() : fs::absolute(source_name).parent_path();
+  Deck deck = read_values(root, where, deck_dir);
+  check_relations(deck, where);
+  deck.path = source_name;
+  deck.text = recorded_text(text, overrides);
+  return deck;
+}
+
+Deck load_deck(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code error;
+  if (!fs::exists(path, error)) {
+    fail_at(path, "deck file not found (working directory " + fs::current_path().string() +
+                      "); give the path of a TOML deck, e.g. input_decks/tiny.toml");
+  }
+  if (fs::is_directory(path, error)) fail_at(path, "is a directory, not a deck file; give the path of a TOML deck");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) fail_at(path, "cannot open the deck file; check its permissions");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_deck(text.str(), path, overrides);
+}
+
+}  // namespace trident

@@ -1,0 +1,24 @@
+// `--set section.key=value` arguments.
+#pragma once
+
+#include <string>
+
+#include <toml++/toml.h>
+
+namespace trident {
+
+struct Override {
+  std::string assignment;  // as the user wrote it, for messages: "train.lr=3e-4"
+  std::string section;     // "train"
+  std::string name;        // "lr"
+  toml::table holder;      // holds the parsed value under the key "value"
+
+  const toml::node& value() const { return *holder.get("value"); }
+};
+
+// Splits "section.key=value" and parses the value as TOML (3e-4, 8, true, [2, 2], "x"); text that
+// is not a TOML value is taken as a bare string, so `--set schedule.kind=gpipe` works.
+// Throws InputError when the argument is not of the form section.key=value.
+Override parse_override(const std::string& assignment);
+
+}  // namespace trident

@@ -1,0 +1,168 @@
+#include "deck/relations.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "deck/messages.hpp"
+
+namespace trident {
+
+namespace {
+
+// Counts that the rest of trident holds in an int (ranks, sequences per step).
+constexpr std::int64_t kMaxCount = std::numeric_limits<int>::max();
+
+std::vector<int> divisors(int n) {
+  std::vector<int> small, large;
+  for (int d = 1; std::int64_t{d} * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.insert(large.begin(), n / d);
+  }
+  small.insert(small.end(), large.begin(), large.end());
+  return small;
+}
+
+void check_model_shape(const Deck& deck, const KeyLocations& where) {
+  const ModelConfig& model = deck.model;
+  if (model.d_model % model.heads != 0) {
+    const int below = model.d_model / model.heads * model.heads;
+    where.fail("model.heads", "model.heads = " + std::to_string(model.heads) + " does not divide model.d_model = " +
+                                  std::to_string(model.d_model) + "; heads must divide d_model (" +
+                                  join_ints(divisors(model.d_model)) + "), or make d_model a multiple of " +
+                                  std::to_string(model.heads) + " (e.g. " +
+                                  (below > 0 ? std::to_string(below) + " or " : "") +
+                                  std::to_string(below + model.heads) + ")");
+  }
+}
+
+void check_parallel(const Deck& deck, const KeyLocations& where) {
+  const ParallelConfig& parallel = deck.parallel;
+  const int layers = deck.model.layers;
+  if (deck.model.heads % parallel.tp != 0) {
+    where.fail("parallel.tp", "parallel.tp = " + std::to_string(parallel.tp) +
+                                  " does not divide model.heads = " + std::to_string(deck.model.heads) +
+                                  " (tensor parallelism splits the heads); valid tp: " +
+                                  join_ints(divisors(deck.model.heads)));
+  }
+  const int virtual_stages = deck.schedule.virtual_stages;
+  const std::int64_t chunks = std::int64_t{parallel.pp} * virtual_stages;
+  if (chunks > layers) {
+    const std::string split = virtual_stages > 1
+                                  ? " with schedule.virtual_stages = " + std::to_string(virtual_stages)
+                                  : std::string();
+    where.fail("parallel.pp", "parallel.pp = " + std::to_string(parallel.pp) + split + " needs " +
+                                  std::to_string(chunks) + " pipeline chunks of at least one layer each, but " +
+                                  "model.layers = " + std::to_string(layers) + "; use pp * virtual_stages <= " +
+                                  std::to_string(layers));
+  }
+  const std::int64_t ranks = std::int64_t{parallel.tp} * parallel.pp * parallel.dp;
+  if (ranks > kMaxCount) {
+    where.fail("parallel.dp", "parallel.dp = " + std::to_string(parallel.dp) + " makes tp * pp * dp = " +
+                                  std::to_string(ranks) + " ranks, more than " + std::to_string(kMaxCount) +
+                                  "; use a smaller grid");
+  }
+  if (parallel.stage_layers.empty()) return;
+  if (static_cast<int>(parallel.stage_layers.size()) != parallel.pp) {
+    where.fail("parallel.stage_layers", "parallel.stage_layers has " + std::to_string(parallel.stage_layers.size()) +
+                                            " entries but parallel.pp = " + std::to_string(parallel.pp) +
+                                            "; give one layer count per pipeline stage, or leave it out for a "
+                                            "uniform split");
+  }
+  const std::vector<int>& stages = parallel.stage_layers;
+  const std::int64_t total = std::accumulate(stages.begin(), stages.end(), std::int64_t{0});
+  if (total != layers) {
+    where.fail("parallel.stage_layers", "parallel.stage_layers = [" + join_ints(parallel.stage_layers) + "] sums to " +
+                                            std::to_string(total) + " layers but model.layers = " +
+                                            std::to_string(layers) + "; the entries must add up to " +
+                                            std::to_string(layers));
+  }
+}
+
+void check_schedule(const Deck& deck, const KeyLocations& where) {
+  const ScheduleConfig& schedule = deck.schedule;
+  const std::int64_t sequences = std::int64_t{schedule.micro_batch_size} * schedule.microbatches * deck.parallel.dp;
+  if (sequences > kMaxCount) {
+    where.fail("schedule.microbatches", "schedule.microbatches = " + std::to_string(schedule.microbatches) +
+                                            " makes the global batch micro_batch_size * microbatches * dp = " +
+                                            std::to_string(sequences) + " sequences, more than " +
+                                            std::to_string(kMaxCount) + "; use fewer micro-batches");
+  }
+  if (schedule.virtual_stages > 1 && schedule.kind != "interleaved-1f1b") {
+    where.fail("schedule.virtual_stages", "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
+                                              " needs schedule.kind = \"interleaved-1f1b\" (kind is \"" +
+                                              schedule.kind + "\"); use virtual_stages = 1 or change the kind");
+  }
+}
+
+void check_train(const Deck& deck, const KeyLocations& where) {
+  if (deck.train.min_lr > deck.train.lr) {
+    const char* key = where.is_override("train.lr") ? "train.lr" : "train.min_lr";
+    where.fail(key, "train.min_lr = " + format_number(deck.train.min_lr) + " is larger than train.lr = " +
+                        format_number(deck.train.lr) + "; min_lr must be in [0, lr]");
+  }
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ignored;
+  return std::filesystem::is_regular_file(path, ignored);
+}
+
+void check_data(const Deck& deck, const KeyLocations& where) {
+  const DataConfig& data = deck.data;
+  if (data.kind == DataKind::synthetic) {
+    if (data.synthetic_tokens <= deck.model.seq_len) {
+      where.fail("data.synthetic_tokens", "data.synthetic_tokens = " + std::to_string(data.synthetic_tokens) +
+                                              " must be larger than model.seq_len = " +
+                                              std::to_string(deck.model.seq_len) +
+                                              " to make one training window; use at least " +
+                                              std::to_string(deck.model.seq_len + 1));
+    }
+    return;
+  }
+  const std::string kind = data.kind == DataKind::bin ? "bin" : "text";
+  if (data.path.empty()) {
+    where.fail("data.kind", "data.kind = \"" + kind + "\" needs data.path, the " +
+                                (data.kind == DataKind::bin ? "llm.c token shard (.bin)" : "text file") +
+                                " to train on; add path = \"...\" to [data]");
+  }
+  if (!is_file(data.path)) {
+    where.fail("data.path", "data.path: no such file: " + data.path +
+                                " (relative paths are relative to the deck's directory, or to the working "
+                                "directory for --set)");
+  }
+  if (data.kind == DataKind::text && deck.model.vocab != 256) {
+    where.fail("model.vocab", "model.vocab = " + std::to_string(deck.model.vocab) +
+                                  " but data.kind = \"text\" reads bytes; set model.vocab = 256");
+  }
+}
+
+void check_checkpoint(const Deck& deck, const KeyLocations& where) {
+  const std::string& resume = deck.checkpoint.resume;
+  if (resume == "auto" || resume == "none") return;
+  if (resume.empty()) {
+    where.fail("checkpoint.resume", "checkpoint.resume must be \"auto\", \"none\" or the path of a checkpoint file");
+  }
+  std::error_code ignored;
+  if (!std::filesystem::exists(resume, ignored)) {
+    where.fail("checkpoint.resume", "checkpoint.resume: no such checkpoint: " + resume +
+                                        "; use \"auto\" (newest in checkpoint.dir), \"none\", or an existing file");
+  }
+}
+
+}  // namespace
+
+void check_relations(const Deck& deck, const KeyLocations& where) {
+  check_model_shape(deck, where);
+  check_parallel(deck, where);
+  check_schedule(deck, where);
+  check_train(deck, where);
+  check_data(deck, where);
+  check_checkpoint(deck, where);
+}
+
+}  // namespace trident

@@ -1,0 +1,252 @@
+#include "deck/schema.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "deck/locations.hpp"
+#include "deck/messages.hpp"
+#include "deck/suggest.hpp"
+
+namespace trident {
+
+void KeySite::fail(const std::string& complaint) const { fail_at(location, key + " " + complaint); }
+
+namespace {
+
+// ---- readers of one value, shared by all keys of a kind ----
+
+// The largest TOML integer (int64) that fits `Int`.
+template <class Int>
+constexpr std::int64_t largest() {
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(std::numeric_limits<Int>::max(),
+                                                            std::numeric_limits<std::int64_t>::max()));
+}
+
+std::int64_t read_integer(const toml::node& node, const KeySite& site, std::int64_t min, std::int64_t max) {
+  const auto* integer = node.as_integer();
+  if (integer == nullptr) site.fail("must be an integer, got " + describe(node));
+  const std::int64_t value = **integer;
+  if (value < min) site.fail("must be at least " + std::to_string(min) + ", got " + std::to_string(value));
+  if (value > max) site.fail("must be at most " + std::to_string(max) + ", got " + std::to_string(value));
+  return value;
+}
+
+// An interval of allowed reals; `high` = infinity means unbounded above.
+struct Interval {
+  double low;
+  bool low_open;
+  double high = std::numeric_limits<double>::infinity();
+  bool high_open = true;
+
+  bool contains(double x) const {
+    return (low_open ? x > low : x >= low) && (high_open ? x < high : x <= high);
+  }
+  std::string describe() const {
+    if (std::isinf(high)) return (low_open ? "greater than " : "at least ") + format_number(low);
+    return "in " + std::string(low_open ? "(" : "[") + format_number(low) + ", " + format_number(high) +
+           (high_open ? ")" : "]");
+  }
+};
+constexpr Interval kPositive{0.0, true};
+constexpr Interval kNonNegative{0.0, false};
+constexpr Interval kFraction{0.0, false, 1.0, true};  // Adam betas
+
+double read_real(const toml::node& node, const KeySite& site, const Interval& allowed) {
+  double value = 0.0;
+  if (const auto* integer = node.as_integer()) {
+    value = static_cast<double>(**integer);
+  } else if (const auto* real = node.as_floating_point()) {
+    value = **real;
+  } else {
+    site.fail("must be a number " + allowed.describe() + ", got " + describe(node));
+  }
+  if (!std::isfinite(value)) {
+    site.fail("must be a finite number " + allowed.describe() + ", got " + format_number(value));
+  }
+  if (!allowed.contains(value)) site.fail("must be " + allowed.describe() + ", got " + format_number(value));
+  return value;
+}
+
+const std::string& read_string(const toml::node& node, const KeySite& site) {
+  const auto* string = node.as_string();
+  if (string == nullptr) site.fail("must be a string (in quotes), got " + describe(node));
+  return **string;
+}
+
+// ---- key makers: one table row each; `part` selects the deck section, `field` the member ----
+
+template <class Section, class Int>
+KeySpec integer(std::string section, std::string name, Section Deck::*part, Int Section::*field,
+                std::int64_t min) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            (deck.*part).*field = static_cast<Int>(read_integer(node, site, min, largest<Int>()));
+          }};
+}
+
+template <class Section>
+KeySpec real(std::string section, std::string name, Section Deck::*part, double Section::*field, Interval allowed) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            (deck.*part).*field = read_real(node, site, allowed);
+          }};
+}
+
+template <class Section>
+KeySpec boolean(std::string section, std::string name, Section Deck::*part, bool Section::*field) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            const auto* flag = node.as_boolean();
+            if (flag == nullptr) site.fail("must be true or false, got " + describe(node));
+            (deck.*part).*field = **flag;
+          }};
+}
+
+// A string that must be one of a fixed set of words, stored as the value it maps to.
+template <class Section, class T>
+KeySpec choice(std::string section, std::string name, Section Deck::*part, T Section::*field,
+               std::vector<std::pair<std::string, T>> options) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            std::vector<std::string> words;
+            for (const auto& [word, value] : options) words.push_back(word);
+            if (!node.is_string()) site.fail("must be one of " + join_quoted(words) + ", got " + describe(node));
+            const std::string& given = read_string(node, site);
+            for (const auto& [word, value] : options) {
+              if (word == given) {
+                (deck.*part).*field = value;
+                return;
+              }
+            }
+            const auto near = closest_word(given, words);
+            site.fail("must be one of " + join_quoted(words) + ", got " + in_quotes(given) +
+                      (near ? "; did you mean " + in_quotes(*near) + "?" : ""));
+          }};
+}
+
+template <class Section>
+KeySpec choice(std::string section, std::string name, Section Deck::*part, std::string Section::*field,
+               const std::vector<std::string>& words) {
+  std::vector<std::pair<std::string, std::string>> options;
+  for (const std::string& word : words) options.emplace_back(word, word);
+  return choice(std::move(section), std::move(name), part, field, std::move(options));
+}
+
+template <class Section>
+KeySpec directory(std::string section, std::string name, Section Deck::*part, std::string Section::*field) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            const std::string& value = read_string(node, site);
+            if (value.empty()) site.fail("must not be empty; give a directory such as \"runs/tiny\"");
+            (deck.*part).*field = value;
+          }};
+}
+
+// A path to an input file, stored resolved against the site's base directory. `keywords` are
+// special values stored as written ("auto", "none"); the empty string stays empty (= no file).
+template <class Section>
+KeySpec input_path(std::string section, std::string name, Section Deck::*part, std::string Section::*field,
+                   std::vector<std::string> keywords = {}) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            const std::string& value = read_string(node, site);
+            const bool verbatim = value.empty() || std::ranges::find(keywords, value) != keywords.end();
+            (deck.*part).*field = verbatim ? value : (site.base_dir / value).lexically_normal().string();
+          }};
+}
+
+template <class Section>
+KeySpec integer_list(std::string section, std::string name, Section Deck::*part,
+                     std::vector<int> Section::*field, std::int64_t min) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            const auto* array = node.as_array();
+            if (array == nullptr) site.fail("must be an array of integers like [2, 2], got " + describe(node));
+            std::vector<int> values;
+            for (const toml::node& element : *array) {
+              const KeySite element_site{site.key + "[" + std::to_string(values.size()) + "]", site.location,
+                                         site.base_dir};
+              values.push_back(static_cast<int>(read_integer(element, element_site, min, largest<int>())));
+            }
+            (deck.*part).*field = std::move(values);
+          }};
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& deck_keys() {
+  static const std::vector<KeySpec> keys = {
+      integer("model", "layers", &Deck::model, &ModelConfig::layers, 1),
+      integer("model", "d_model", &Deck::model, &ModelConfig::d_model, 1),
+      integer("model", "heads", &Deck::model, &ModelConfig::heads, 1),
+      integer("model", "seq_len", &Deck::model, &ModelConfig::seq_len, 1),
+      integer("model", "vocab", &Deck::model, &ModelConfig::vocab, 2),
+      boolean("model", "tie_embeddings", &Deck::model, &ModelConfig::tie_embeddings),
+
+      integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
+      integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),
+      integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
+      choice("parallel", "order", &Deck::parallel, &ParallelConfig::order,
+             {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}),
+      integer_list("parallel", "stage_layers", &Deck::parallel, &ParallelConfig::stage_layers, 1),
+
+      choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind,
+             {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"}),
+      integer("schedule", "microbatches", &Deck::schedule, &ScheduleConfig::microbatches, 1),
+      integer("schedule", "micro_batch_size", &Deck::schedule, &ScheduleConfig::micro_batch_size, 1),
+      integer("schedule", "virtual_stages", &Deck::schedule, &ScheduleConfig::virtual_stages, 1),
+
+      integer("train", "steps", &Deck::train, &TrainConfig::steps, 1),
+      integer("train", "seed", &Deck::train, &TrainConfig::seed, 0),
+      real("train", "lr", &Deck::train, &TrainConfig::lr, kPositive),
+      real("train", "min_lr", &Deck::train, &TrainConfig::min_lr, kNonNegative),
+      integer("train", "warmup_steps", &Deck::train, &TrainConfig::warmup_steps, 0),
+      choice("train", "decay", &Deck::train, &TrainConfig::decay,
+             {{"cosine", LrDecay::cosine}, {"linear", LrDecay::linear}, {"constant", LrDecay::constant}}),
+      real("train", "beta1", &Deck::train, &TrainConfig::beta1, kFraction),
+      real("train", "beta2", &Deck::train, &TrainConfig::beta2, kFraction),
+      real("train", "eps", &Deck::train, &TrainConfig::eps, kPositive),
+      real("train", "weight_decay", &Deck::train, &TrainConfig::weight_decay, kNonNegative),
+      real("train", "grad_clip", &Deck::train, &TrainConfig::grad_clip, kNonNegative),
+
+      choice("data", "kind", &Deck::data, &DataConfig::kind,
+             {{"bin", DataKind::bin}, {"text", DataKind::text}, {"synthetic", DataKind::synthetic}}),
+      input_path("data", "path", &Deck::data, &DataConfig::path),
+      integer("data", "synthetic_tokens", &Deck::data, &DataConfig::synthetic_tokens, 2),
+
+      directory("checkpoint", "dir", &Deck::checkpoint, &CheckpointConfig::dir),
+      integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
+      integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
+      input_path("checkpoint", "resume", &Deck::checkpoint, &CheckpointConfig::resume, {"auto", "none"}),
+
+      directory("output", "dir", &Deck::output, &OutputConfig::dir),
+      integer("output", "log_every", &Deck::output, &OutputConfig::log_every, 1),
+  };
+  return keys;
+}
+
+const KeySpec* find_key(std::string_view section, std::string_view name) {
+  for (const KeySpec& key : deck_keys()) {
+    if (key.section == section && key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> section_names() {
+  std::vector<std::string> sections;
+  for (const KeySpec& key : deck_keys()) {
+    if (std::ranges::find(sections, key.section) == sections.end()) sections.push_back(key.section);
+  }
+  return sections;
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const KeySpec& key : deck_keys()) names.push_back(key.full_name());
+  return names;
+}
+
+std::vector<std::string> key_names_in(std::string_view section) {
+  std::vector<std::string> names;
+  for (const KeySpec& key : deck_keys()) {
+    if (key.section == section) names.push_back(key.name);
+  }
+  return names;
+}
+
+}  // namespace trident

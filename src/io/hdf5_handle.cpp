@@ -1,0 +1,42 @@
+#include "io/hdf5_handle.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace trident {
+
+Hdf5Handle& Hdf5Handle::operator=(Hdf5Handle&& other) noexcept {
+  if (this != &other) {
+    reset();
+    id_ = std::exchange(other.id_, H5I_INVALID_HID);
+    close_ = other.close_;
+  }
+  return *this;
+}
+
+void Hdf5Handle::reset() {
+  if (id_ >= 0 && close_ != nullptr) close_(id_);
+  id_ = H5I_INVALID_HID;
+}
+
+namespace {
+
+// Records the first entry of an upward walk: the innermost, most specific reason.
+herr_t keep_innermost(unsigned depth, const H5E_error2_t* entry, void* innermost) {
+  if (depth == 0 && entry->desc != nullptr) *static_cast<std::string*>(innermost) = entry->desc;
+  return 0;
+}
+
+}  // namespace
+
+void throw_hdf5_failure(const std::string& file, const std::string& operation) {
+  std::string reason;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &reason);
+  H5Eclear2(H5E_DEFAULT);
+  throw std::runtime_error("HDF5: " + operation + " failed for '" + file + "'" +
+                           (reason.empty() ? "" : ": " + reason));
+}
+
+void silence_hdf5_error_printing() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+}  // namespace trident

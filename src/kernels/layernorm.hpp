@@ -1,0 +1,17 @@
+// LayerNorm over the last dimension (eps 1e-5), as in GPT-2.
+#pragma once
+
+namespace trident {
+
+inline constexpr float kLayerNormEps = 1e-5f;
+
+// out[r, :] = (x[r, :] − mean[r]) · rstd[r] · weight + bias for each of `rows` rows of C;
+// mean and rstd (1 / standard deviation) are saved for the backward pass.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
+                       const float* bias, int rows, int C);
+
+// Accumulates (+=) into dx, dweight and dbias the gradients of Σ dout · out.
+void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout, const float* x,
+                        const float* mean, const float* rstd, const float* weight, int rows, int C);
+
+}  // namespace trident

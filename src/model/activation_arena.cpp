@@ -1,0 +1,109 @@
+#include "model/activation_arena.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace trident {
+
+namespace {
+
+// Carves the stash tensors out of `base` in order; returns the number of floats used. With a null
+// base it only counts, so the size and the layout come from the same list.
+std::size_t carve(float* base, const ModelConfig& cfg, int B, Activations& a) {
+  const std::size_t T = cfg.seq_len, C = cfg.d_model, H = cfg.heads, V = cfg.vocab;
+  const std::size_t BT = B * T;
+  std::size_t used = 0;
+  auto take = [&](std::size_t count) {
+    float* p = base ? base + used : nullptr;
+    used += count;
+    return p;
+  };
+  a.encoded = take(BT * C);
+  a.layers.resize(cfg.layers);
+  for (LayerActivations& l : a.layers) {
+    l.ln1 = take(BT * C);
+    l.ln1_mean = take(BT);
+    l.ln1_rstd = take(BT);
+    l.qkv = take(3 * BT * C);
+    l.att = take(B * H * T * T);
+    l.atty = take(BT * C);
+    l.residual2 = take(BT * C);
+    l.ln2 = take(BT * C);
+    l.ln2_mean = take(BT);
+    l.ln2_rstd = take(BT);
+    l.fch = take(4 * BT * C);
+    l.fch_gelu = take(4 * BT * C);
+    l.residual3 = take(BT * C);
+  }
+  a.lnf = take(BT * C);
+  a.lnf_mean = take(BT);
+  a.lnf_rstd = take(BT);
+  a.probs = take(BT * V);
+  a.losses = take(BT);
+  return used;
+}
+
+std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size) {
+  Activations layout;
+  return carve(nullptr, cfg, micro_batch_size, layout);
+}
+
+std::size_t token_count(const ModelConfig& cfg, int micro_batch_size) {
+  return static_cast<std::size_t>(micro_batch_size) * cfg.seq_len;
+}
+
+}  // namespace
+
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size) {
+  return stash_floats(cfg, micro_batch_size) * sizeof(float) + token_count(cfg, micro_batch_size) * sizeof(int);
+}
+
+ActivationArena::ActivationArena(const ModelConfig& cfg, int micro_batch_size)
+    : cfg_(cfg),
+      micro_batch_size_(micro_batch_size),
+      slot_floats_(stash_floats(cfg, micro_batch_size)),
+      slot_bytes_(stash_bytes(cfg, micro_batch_size)) {}
+
+ActivationArena::Slot ActivationArena::make_slot() const {
+  Slot slot;
+  slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
+  carve(slot.floats.data(), cfg_, micro_batch_size_, slot.activations);
+  slot.activations.tokens = IntBuffer("activation_tokens", token_count(cfg_, micro_batch_size_));
+  return slot;
+}
+
+ActivationArena::Slot* ActivationArena::find(int microbatch) {
+  for (Slot& slot : slots_)
+    if (slot.in_use && slot.microbatch == microbatch) return &slot;
+  return nullptr;
+}
+
+Activations& ActivationArena::acquire(int microbatch) {
+  if (find(microbatch))
+    throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is already in flight");
+  Slot* free = nullptr;
+  for (Slot& slot : slots_)
+    if (!slot.in_use) free = &slot;
+  if (!free) free = &slots_.emplace_back(make_slot());
+  free->in_use = true;
+  free->microbatch = microbatch;
+  ++in_flight_;
+  peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+  return free->activations;
+}
+
+Activations& ActivationArena::stash(int microbatch) {
+  Slot* slot = find(microbatch);
+  if (!slot) throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is not in flight");
+  return slot->activations;
+}
+
+void ActivationArena::release(int microbatch) {
+  Slot* slot = find(microbatch);
+  if (!slot) throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is not in flight");
+  slot->in_use = false;
+  --in_flight_;
+}
+
+}  // namespace trident

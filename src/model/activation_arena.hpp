@@ -1,0 +1,81 @@
+// The activations one micro-batch's forward pass stashes for its backward pass, and the arena
+// that holds one stash per micro-batch in flight. A stash is one flat float buffer carved into
+// named tensors (llm.c's ActivationTensors) plus the micro-batch's input tokens.
+//
+// The list below is the activation-memory formula the planner uses; keep the two in sync.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <vector>
+
+#include "deck/config.hpp"
+#include "kernels/device.hpp"
+
+namespace trident {
+
+struct LayerActivations {
+  float* ln1;        // [B, T, C]   ln_1 output
+  float* ln1_mean;   // [B, T]
+  float* ln1_rstd;   // [B, T]
+  float* qkv;        // [B, T, 3C]
+  float* att;        // [B, H, T, T] attention probabilities
+  float* atty;       // [B, T, C]   attention output, before c_proj
+  float* residual2;  // [B, T, C]   residual stream after attention
+  float* ln2;        // [B, T, C]
+  float* ln2_mean;   // [B, T]
+  float* ln2_rstd;   // [B, T]
+  float* fch;        // [B, T, 4C]  c_fc output, before GELU
+  float* fch_gelu;   // [B, T, 4C]
+  float* residual3;  // [B, T, C]   block output
+};
+
+struct Activations {
+  float* encoded;  // [B, T, C] token + position embedding
+  std::vector<LayerActivations> layers;
+  float* lnf;       // [B, T, C]
+  float* lnf_mean;  // [B, T]
+  float* lnf_rstd;  // [B, T]
+  float* probs;     // [B, T, V] logits, then softmax − onehot(target) (see kernels/cross_entropy.hpp)
+  float* losses;    // [B, T]
+  IntBuffer tokens;  // [B, T] input tokens (int32), for the embedding's backward pass
+};
+
+// Bytes of one micro-batch's stash.
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size);
+
+class ActivationArena {
+ public:
+  ActivationArena(const ModelConfig& cfg, int micro_batch_size);
+
+  // The stash for `microbatch`, which must not be in flight yet. A free slot is reused; memory is
+  // allocated only when every slot is in use, so a steady state of micro-batches allocates nothing.
+  Activations& acquire(int microbatch);
+  // The stash of a micro-batch in flight.
+  Activations& stash(int microbatch);
+  // Frees the slot of a micro-batch in flight for reuse.
+  void release(int microbatch);
+
+  std::size_t current_bytes() const { return in_flight_ * slot_bytes_; }
+  std::size_t peak_bytes() const { return peak_in_flight_ * slot_bytes_; }
+
+ private:
+  struct Slot {
+    FloatBuffer floats;
+    Activations activations;
+    bool in_use = false;
+    int microbatch = 0;
+  };
+  Slot* find(int microbatch);
+  Slot make_slot() const;
+
+  ModelConfig cfg_;
+  int micro_batch_size_;
+  std::size_t slot_floats_;
+  std::size_t slot_bytes_;
+  std::deque<Slot> slots_;  // a deque keeps references to slots valid as it grows
+  std::size_t in_flight_ = 0;
+  std::size_t peak_in_flight_ = 0;
+};
+
+}  // namespace trident

@@ -1,0 +1,45 @@
+// Where each rank sits in the TP x PP x DP grid (DESIGN.md "Parallel semantics"). Pure
+// arithmetic, no MPI: the grid module builds one communicator per axis from axis_group().
+//
+// parallel.order names the axes fastest-varying first. The default "tp-dp-pp" keeps the ranks of a
+// tp group adjacent (one node, fastest links), then dp, with pp slowest (pipeline hops cross nodes).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "deck/config.hpp"
+
+namespace trident {
+
+enum class Axis { tp, pp, dp };
+
+struct GridCoords {
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+
+  bool operator==(const GridCoords&) const = default;
+};
+
+// The axes of `order`, fastest-varying first. Throws InputError naming parallel.order unless it is
+// tp, pp and dp, each once, joined by '-'.
+std::array<Axis, 3> parse_axis_order(const std::string& order);
+
+const char* axis_name(Axis axis);
+int axis_size(Axis axis, const ParallelConfig& parallel);
+int coordinate(const GridCoords& coords, Axis axis);
+
+// Both throw std::out_of_range for a rank or coordinate outside the grid.
+GridCoords rank_to_coords(int rank, const ParallelConfig& parallel);
+int coords_to_rank(GridCoords coords, const ParallelConfig& parallel);
+
+// The ranks that differ from `rank` only along `axis`, ordered by their coordinate on that axis
+// (so a rank's index in its group is its coordinate: usable as the key of MPI_Comm_split).
+std::vector<int> axis_group(int rank, Axis axis, const ParallelConfig& parallel);
+
+// Every group along `axis`, ordered by their smallest rank; together they partition the ranks.
+std::vector<std::vector<int>> axis_groups(Axis axis, const ParallelConfig& parallel);
+
+}  // namespace trident

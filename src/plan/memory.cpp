@@ -1,0 +1,61 @@
+#include "plan/memory.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "plan/model_size.hpp"
+#include "plan/pipeline_theory.hpp"
+
+namespace trident {
+
+std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size,
+                                              int first_layer, int num_layers, bool first_stage,
+                                              bool last_stage, int tp) {
+  if (first_layer < 0 || num_layers < 0 || first_layer + num_layers > model.layers) {
+    throw std::invalid_argument("layers [" + std::to_string(first_layer) + ", " +
+                                std::to_string(first_layer + num_layers) + ") are outside a model of " +
+                                std::to_string(model.layers) + " layers");
+  }
+  const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len;
+  const std::int64_t c = model.d_model;
+  const std::int64_t t = model.seq_len;
+  const std::int64_t local_heads = model.heads / tp;
+  const std::int64_t layer_norm_stats = 2 * bt;  // mean + rstd per token
+
+  const std::int64_t per_layer = bt * c + layer_norm_stats      // ln_1
+                                 + 3 * bt * c / tp               // qkv
+                                 + micro_batch_size * local_heads * t * t  // attention probabilities
+                                 + bt * c / tp                   // attention output (before c_proj)
+                                 + bt * c                        // residual after attention
+                                 + bt * c + layer_norm_stats      // ln_2
+                                 + 4 * bt * c / tp               // fc pre-activation
+                                 + 4 * bt * c / tp               // gelu output
+                                 + bt * c;                       // block output
+  const std::int64_t embedding_output = bt * c;
+  const std::int64_t head_and_loss = bt * c + layer_norm_stats  // ln_f
+                                     + bt * (padded_vocab(model.vocab, tp) / tp)  // probabilities
+                                     + bt                        // per-token losses
+                                     + bt;                       // targets (int32)
+  return (first_stage ? embedding_output : 0) + num_layers * per_layer +
+         (last_stage ? head_and_loss : 0);
+}
+
+RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int stage) {
+  const int tp = deck.parallel.tp;
+  const int last = static_cast<int>(stages.size()) - 1;
+  const StageLayers& layers = stages.at(stage);
+  const std::int64_t weight_bytes =
+      4 * stage_params(deck.model, layers, stage == 0, stage == last, tp).total();
+  RankMemory memory;
+  memory.weight_bytes = weight_bytes;
+  memory.grad_bytes = weight_bytes;
+  memory.optimizer_bytes = 2 * weight_bytes;
+  memory.activation_bytes_per_microbatch =
+      4 * activation_floats_per_microbatch(deck.model, deck.schedule.micro_batch_size,
+                                           layers.first_layer, layers.num_layers, stage == 0,
+                                           stage == last, tp);
+  memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, stage, last + 1);
+  return memory;
+}
+
+}  // namespace trident

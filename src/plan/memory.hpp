@@ -1,0 +1,47 @@
+// Memory per rank in bytes, fp32: weights, gradients, AdamW m and v (no ZeRO yet), activations.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deck/config.hpp"
+#include "plan/partition.hpp"
+
+namespace trident {
+
+// 4-byte words (floats; the int32 targets count as one word each) that one micro-batch stashes
+// between its forward and its backward on a stage holding layers [first_layer, first_layer +
+// num_layers). The model's activation arena stores exactly this list (B = micro_batch_size,
+// T = seq_len, C = d_model, H = heads, V = vocab):
+//   first stage        embedding output B*T*C
+//   per layer          ln_1 out B*T*C, ln_1 mean+rstd 2*B*T, qkv 3*B*T*C, attention probabilities
+//                      B*H*T*T, attention output B*T*C, residual after attention B*T*C, ln_2 out
+//                      B*T*C, ln_2 mean+rstd 2*B*T, fc pre-activation 4*B*T*C, gelu output 4*B*T*C,
+//                      block output B*T*C          (= B*T*(16C + 4) + B*H*T^2)
+//   last stage         ln_f out B*T*C + mean/rstd 2*B*T, probabilities B*T*V, per-token losses B*T,
+//                      targets B*T
+// With tp > 1 this is one TP rank's share: the head-split terms (qkv, attention probabilities with
+// H / tp heads, attention output) and the 4C MLP terms are divided by tp, and the probabilities
+// cover the rank's vocabulary shard (V padded to a multiple of tp, divided by tp); the rest is
+// replicated. Not counted: the activation a later stage receives from the previous one (B*T*C,
+// held by whoever receives it until the backward). Throws std::invalid_argument if the layers fall
+// outside the model.
+std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size,
+                                              int first_layer, int num_layers, bool first_stage,
+                                              bool last_stage, int tp = 1);
+
+struct RankMemory {
+  std::int64_t weight_bytes = 0;
+  std::int64_t grad_bytes = 0;
+  std::int64_t optimizer_bytes = 0;  // AdamW m + v
+  std::int64_t activation_bytes_per_microbatch = 0;
+  int in_flight_microbatches = 0;
+
+  std::int64_t activation_bytes() const { return in_flight_microbatches * activation_bytes_per_microbatch; }
+  std::int64_t total_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes(); }
+};
+
+// Peak memory of any rank of pipeline stage `stage` (all TP and DP ranks of a stage are alike).
+RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int stage);
+
+}  // namespace trident

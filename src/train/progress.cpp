@@ -1,0 +1,39 @@
+#include "train/progress.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+namespace trident {
+
+namespace {
+
+std::string format_duration(double seconds) {
+  const long total = std::lround(std::max(0.0, seconds));
+  char text[32];
+  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
+  return text;
+}
+
+}  // namespace
+
+ProgressPrinter::ProgressPrinter(std::ostream& out, int total_steps, int log_every)
+    : out_(out), total_steps_(total_steps), log_every_(log_every) {}
+
+void ProgressPrinter::step(const StepRecord& r) {
+  elapsed_s_ += r.step_time_s;
+  const bool due = r.step == 1 || r.step == total_steps_ || r.step % log_every_ == 0;
+  if (!due) return;
+  const double eta_s = elapsed_s_ / static_cast<double>(r.step) * static_cast<double>(total_steps_ - r.step);
+  const int width = static_cast<int>(std::to_string(total_steps_).size());
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "step %*lld/%d | loss %.4f | lr %.2e | grad norm %.3f | %8.1f ms | %9.0f tok/s | "
+                "%7.1f GFLOP/s | MFU %5.1f%% | ETA %s",
+                width, static_cast<long long>(r.step), total_steps_, r.loss, r.lr, r.grad_norm,
+                r.step_time_s * 1e3, r.tokens_per_s, r.achieved_gflops, r.mfu * 100.0,
+                format_duration(eta_s).c_str());
+  out_ << line << std::endl;
+}
+
+}  // namespace trident

@@ -1,0 +1,23 @@
+// Rank 0's console output during training: one line per logged step, with rates and an ETA.
+#pragma once
+
+#include <iosfwd>
+
+#include "io/timeline_writer.hpp"
+
+namespace trident {
+
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::ostream& out, int total_steps, int log_every);
+  // Prints the line for this step when it is due (every log_every steps, the first and the last).
+  void step(const StepRecord& record);
+
+ private:
+  std::ostream& out_;
+  int total_steps_;
+  int log_every_;
+  double elapsed_s_ = 0.0;
+};
+
+}  // namespace trident

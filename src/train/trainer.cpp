@@ -1,0 +1,195 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "common/error.hpp"
+#include "data/batch_windows.hpp"
+#include "data/token_stream.hpp"
+#include "io/run_dir.hpp"
+#include "io/timeline_writer.hpp"
+#include "kernels/gemm.hpp"
+#include "model/gpt.hpp"
+#include "optim/adamw.hpp"
+#include "optim/grad_norm.hpp"
+#include "optim/learning_rate.hpp"
+#include "plan/model_size.hpp"
+#include "train/progress.hpp"
+
+namespace trident {
+
+namespace {
+
+int comm_size(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+int comm_rank(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+// A launch that started N singletons (srun without --mpi, a wrong mpirun) or a deck meant for
+// another world size must fail here, loudly, on every rank.
+void check_world_size(const Deck& deck, int world_size) {
+  const ParallelConfig& grid = deck.parallel;
+  if (world_size != grid.world_size())
+    throw InputError(deck.path + ": parallel.tp × parallel.pp × parallel.dp = " + std::to_string(grid.tp) +
+                     " × " + std::to_string(grid.pp) + " × " + std::to_string(grid.dp) + " = " +
+                     std::to_string(grid.world_size()) + ", but MPI started " + std::to_string(world_size) +
+                     " ranks: launch with mpirun -n " + std::to_string(grid.world_size()) +
+                     " or change the grid (e.g. --set parallel.dp=...)");
+  if (const char* tasks = std::getenv("SLURM_NTASKS"); tasks && std::atoi(tasks) != world_size)
+    throw InputError("SLURM_NTASKS = " + std::string(tasks) + " but MPI sees a world of " +
+                     std::to_string(world_size) +
+                     " rank(s): the tasks did not join one MPI job (use srun --mpi=pmix or mpirun)");
+  if (grid.world_size() > 1)
+    throw InputError(deck.path + ": parallel.tp, parallel.pp and parallel.dp must be 1 in this version "
+                     "(single-rank training); the 3D grid is not implemented yet");
+}
+
+}  // namespace
+
+struct Trainer::State {
+  State(const Deck& d, MPI_Comm w, std::ostream& l)
+      : deck(d),
+        world(w),
+        rank(comm_rank(w)),
+        log(l),
+        windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size, d.schedule.microbatches, d.parallel.dp),
+        model(d.model, d.schedule.micro_batch_size, d.train.seed),
+        optimizer(model.params(), d.train),
+        inputs("inputs", static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len),
+        targets("targets", inputs.size()),
+        host_inputs(Kokkos::create_mirror_view(inputs)),
+        host_targets(Kokkos::create_mirror_view(targets)),
+        flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())) {}
+
+  bool is_root() const { return rank == 0; }
+
+  Deck deck;
+  MPI_Comm world;
+  int rank;
+  std::ostream& log;
+  BatchWindows windows;
+  Gpt model;
+  AdamW optimizer;
+  IntBuffer inputs, targets;
+  HostIntBuffer host_inputs, host_targets;
+  double flops_per_step;
+  double gemm_peak_gflops = 0.0;
+  std::unique_ptr<TimelineWriter> timeline;  // rank 0 only
+};
+
+Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
+  check_world_size(deck, comm_size(world));
+  state_ = std::make_unique<State>(deck, world, log);
+  State& s = *state_;
+
+  const BlasInfo blas = blas_info();
+  if (s.is_root()) {
+    s.log << "trident " << TRIDENT_VERSION << ": " << deck.path << "\n"
+          << "  model   " << deck.model.layers << " layers, d_model " << deck.model.d_model << ", "
+          << deck.model.heads << " heads, seq_len " << deck.model.seq_len << ", vocab " << deck.model.vocab << ", "
+          << s.model.params().total_size() << " parameters\n"
+          << "  batch   " << deck.schedule.microbatches << " micro-batches × " << deck.schedule.micro_batch_size
+          << " sequences = " << deck.tokens_per_step() << " tokens/step, " << s.windows.windows()
+          << " windows of data (" << s.windows.stream().source << ")\n"
+          << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s)\n"
+          << "  measuring sgemm peak ..." << std::flush;
+  }
+  s.gemm_peak_gflops = measure_gemm_peak_gflops();
+  if (s.is_root()) {
+    s.log << " " << std::llround(s.gemm_peak_gflops) << " GFLOP/s; model FLOPs/step "
+          << s.flops_per_step / 1e9 << " G (6·N·tokens + 6·V·C·tokens + 6·L·T·C·tokens)\n"
+          << "  output  " << deck.output.dir << "\n"
+          << std::flush;
+    prepare_run_dir(deck.output.dir, deck.text);
+    const ModelConfig& m = deck.model;
+    s.timeline = std::make_unique<TimelineWriter>(
+        (std::filesystem::path(deck.output.dir) / "timeline.h5").string(),
+        std::vector<std::pair<std::string, AttributeValue>>{
+            {"trident_version", std::string(TRIDENT_VERSION)},
+            {"deck", deck.text},
+            {"schedule", deck.schedule.kind},
+            {"p", std::int64_t{deck.parallel.pp}},
+            {"m", std::int64_t{deck.schedule.microbatches}},
+            {"virtual_stages", std::int64_t{deck.schedule.virtual_stages}},
+            {"tp", std::int64_t{deck.parallel.tp}},
+            {"pp", std::int64_t{deck.parallel.pp}},
+            {"dp", std::int64_t{deck.parallel.dp}},
+            {"layers", std::int64_t{m.layers}},
+            {"d_model", std::int64_t{m.d_model}},
+            {"heads", std::int64_t{m.heads}},
+            {"seq_len", std::int64_t{m.seq_len}},
+            {"vocab", std::int64_t{m.vocab}},
+            {"micro_batch_size", std::int64_t{deck.schedule.micro_batch_size}},
+            {"tokens_per_step", deck.tokens_per_step()},
+            {"flops_per_step", s.flops_per_step},
+            {"gemm_peak_gflops", s.gemm_peak_gflops},
+            {"blas_library", blas.library},
+            {"blas_core", blas.core},
+            {"blas_threads", std::int64_t{blas.threads}},
+        });
+  }
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::run() {
+  State& s = *state_;
+  const Deck& deck = s.deck;
+  const int microbatches = deck.schedule.microbatches;
+  const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
+  ProgressPrinter progress(s.log, deck.train.steps, deck.output.log_every);
+
+  for (int step = 1; step <= deck.train.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    s.model.zero_grads();
+    double loss_sum = 0.0;
+    for (int mb = 0; mb < microbatches; ++mb) {
+      s.windows.fill(step, /*dp_rank=*/0, mb, s.host_inputs.data(), s.host_targets.data());
+      Kokkos::deep_copy(s.inputs, s.host_inputs);
+      Kokkos::deep_copy(s.targets, s.host_targets);
+      loss_sum += s.model.forward(mb, s.inputs, s.targets);
+      s.model.backward(mb, loss_scale);
+    }
+    const double grad_norm = std::sqrt(grad_sum_of_squares(s.model.params()));
+    const double clip = clip_factor(grad_norm, deck.train.grad_clip);
+    if (clip != 1.0) scale_grads(s.model.params(), static_cast<float>(clip));
+    const double lr = learning_rate(step, deck.train);
+    s.optimizer.step(s.model.params(), step, lr);
+    Kokkos::fence();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    StepRecord record{};
+    record.step = step;
+    record.loss = loss_sum / static_cast<double>(deck.tokens_per_step());
+    record.lr = lr;
+    record.grad_norm = grad_norm;
+    record.step_time_s = seconds;
+    record.tokens_per_s = static_cast<double>(deck.tokens_per_step()) / seconds;
+    record.bubble = 0.0;  // one stage: nothing to wait for
+    record.achieved_gflops = s.flops_per_step / seconds / 1e9;
+    record.mfu = record.achieved_gflops / s.gemm_peak_gflops;
+    record.peak_activation_bytes = static_cast<std::int64_t>(s.model.peak_activation_bytes());
+    if (s.is_root()) {
+      if (!std::isfinite(record.loss))
+        throw std::runtime_error("loss became " + std::to_string(record.loss) + " at step " + std::to_string(step) +
+                                 ": lower train.lr or enable train.grad_clip");
+      s.timeline->append_step(record);
+      progress.step(record);
+    }
+  }
+  if (s.is_root()) s.log << "done: " << deck.train.steps << " steps; timeline " << deck.output.dir << "/timeline.h5\n";
+}
+
+}  // namespace trident

@@ -1,0 +1,203 @@
+"""Bad decks and bad arguments, run through the real `trident` executable.
+
+Every case must end with exit code 2 and one `trident: error:` message on stderr that names the
+offending key (or, for argument errors, the offending argument); a deck error must also name the
+deck file and line. ctest runs this file as `deck.bad_input` with TRIDENT_EXE set to the
+executable; by hand:
+
+    TRIDENT_EXE=build/cpu/src/trident /usr/bin/python3 -m pytest -q tests/deck/bad_input_cases.py
+"""
+
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+INPUT_DECKS = pathlib.Path(__file__).resolve().parents[2] / "input_decks"
+EXIT_BAD_INPUT = 2
+
+# A valid deck; each case patches it. Values are TOML text.
+BASE_DECK = {
+    "model": {"layers": "2", "d_model": "32", "heads": "4", "seq_len": "16", "vocab": "256"},
+    "data": {"kind": '"synthetic"'},
+}
+
+
+def deck_text(patch):
+    """BASE_DECK with `patch` ({"section.key": TOML text}) applied, as TOML."""
+    sections = {name: dict(keys) for name, keys in BASE_DECK.items()}
+    for key, value in patch.items():
+        section, name = key.split(".", 1)
+        sections.setdefault(section, {})[name] = value
+    return "".join(
+        f"[{section}]\n" + "".join(f"{name} = {value}\n" for name, value in keys.items())
+        for section, keys in sections.items()
+    )
+
+
+@pytest.fixture(scope="session")
+def trident():
+    exe = os.environ.get("TRIDENT_EXE")
+    if not exe:
+        pytest.fail("TRIDENT_EXE is not set: run this through ctest (test deck.bad_input) after building "
+                    "the `trident` target, or export TRIDENT_EXE=/path/to/trident")
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+        pytest.fail(f"TRIDENT_EXE={exe} is not an executable file: build the `trident` target first")
+    return exe
+
+
+def run_trident(trident, args, cwd):
+    result = subprocess.run([trident, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    for crash in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "terminate called"):
+        assert crash not in result.stderr, f"trident crashed on {args}:\n{result.stderr}"
+    return result
+
+
+def expect_bad_input(result, expected):
+    assert result.returncode == EXIT_BAD_INPUT, (
+        f"exit code {result.returncode}, expected {EXIT_BAD_INPUT}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    assert "trident: error:" in result.stderr, result.stderr
+    for text in expected:
+        assert text in result.stderr, f"expected {text!r} in stderr:\n{result.stderr}"
+
+
+# (id, patch of BASE_DECK, texts the message must contain). Each message must also name the
+# deck file and a line.
+DECK_CASES = [
+    ("layers_zero", {"model.layers": "0"}, ["model.layers", "at least 1"]),
+    ("d_model_string", {"model.d_model": '"big"'}, ["model.d_model", "must be an integer"]),
+    ("seq_len_float", {"model.seq_len": "16.0"}, ["model.seq_len", "must be an integer"]),
+    ("vocab_one", {"model.vocab": "1"}, ["model.vocab", "at least 2"]),
+    ("heads_do_not_divide_d_model", {"model.heads": "5"}, ["model.heads", "1, 2, 4, 8, 16, 32"]),
+    ("tie_embeddings_string", {"model.tie_embeddings": '"yes"'}, ["model.tie_embeddings", "true or false"]),
+    ("tp_does_not_divide_heads", {"parallel.tp": "3"}, ["parallel.tp", "1, 2, 4"]),
+    ("pp_more_than_layers", {"parallel.pp": "3"}, ["parallel.pp", "model.layers = 2"]),
+    ("dp_zero", {"parallel.dp": "0"}, ["parallel.dp", "at least 1"]),
+    ("order_not_a_permutation", {"parallel.order": '"tp-pp"'}, ["parallel.order", '"tp-dp-pp"']),
+    ("stage_layers_wrong_sum", {"parallel.pp": "2", "parallel.stage_layers": "[1, 2]"},
+     ["parallel.stage_layers", "add up to 2"]),
+    ("unknown_schedule", {"schedule.kind": '"pipedream"'}, ["schedule.kind", '"zb-h1"']),
+    ("microbatches_zero", {"schedule.microbatches": "0"}, ["schedule.microbatches", "at least 1"]),
+    ("virtual_stages_without_interleaving", {"schedule.virtual_stages": "2"},
+     ["schedule.virtual_stages", "interleaved-1f1b"]),
+    ("steps_zero", {"train.steps": "0"}, ["train.steps", "at least 1"]),
+    ("seed_negative", {"train.seed": "-1"}, ["train.seed", "at least 0"]),
+    ("lr_negative", {"train.lr": "-3e-4"}, ["train.lr", "greater than 0"]),
+    ("min_lr_above_lr", {"train.lr": "1e-4", "train.min_lr": "1e-3"}, ["train.min_lr", "[0, lr]"]),
+    ("unknown_decay", {"train.decay": '"exponential"'}, ["train.decay", '"cosine"']),
+    ("beta2_one", {"train.beta2": "1.0"}, ["train.beta2", "[0, 1)"]),
+    ("eps_zero", {"train.eps": "0"}, ["train.eps", "greater than 0"]),
+    ("grad_clip_negative", {"train.grad_clip": "-1.0"}, ["train.grad_clip", "at least 0"]),
+    ("unknown_data_kind", {"data.kind": '"parquet"'}, ["data.kind", '"bin"']),
+    ("bin_without_path", {"data.kind": '"bin"'}, ["data.kind", "data.path"]),
+    ("bin_file_missing", {"data.kind": '"bin"', "data.path": '"missing_shard.bin"'},
+     ["data.path", "missing_shard.bin"]),
+    ("text_needs_byte_vocab", {"model.vocab": "50257", "data.kind": '"text"', "data.path": '"corpus.txt"'},
+     ["model.vocab", "256"]),
+    ("synthetic_shorter_than_a_window", {"data.synthetic_tokens": "16"}, ["data.synthetic_tokens", "17"]),
+    ("checkpoint_keep_zero", {"checkpoint.keep": "0"}, ["checkpoint.keep", "at least 1"]),
+    ("resume_missing", {"checkpoint.resume": '"step_00000009.h5"'}, ["checkpoint.resume", '"auto"']),
+    ("output_dir_empty", {"output.dir": '""'}, ["output.dir", "must not be empty"]),
+    ("log_every_zero", {"output.log_every": "0"}, ["output.log_every", "at least 1"]),
+    ("key_in_wrong_section", {"model.lr": "1e-3"}, ["model.lr", "did you mean `train.lr`?"]),
+    ("misspelt_key", {"model.layer": "2"}, ["model.layer", "did you mean `model.layers`?"]),
+    ("misspelt_section", {"trian.steps": "2"}, ["[trian]", "did you mean [train]?"]),
+]
+
+
+@pytest.mark.parametrize("patch, expected", [case[1:] for case in DECK_CASES], ids=[c[0] for c in DECK_CASES])
+def test_bad_deck(trident, tmp_path, patch, expected):
+    (tmp_path / "corpus.txt").write_text("some text to train on\n")
+    deck = tmp_path / "deck.toml"
+    deck.write_text(deck_text(patch))
+    result = run_trident(trident, ["check", str(deck)], tmp_path)
+    expect_bad_input(result, expected)
+    assert re.search(re.escape(str(deck)) + r":\d+: ", result.stderr), f"no file:line in:\n{result.stderr}"
+
+
+# Decks that are not even well-formed TOML or miss the model: (id, text, expected).
+RAW_DECK_CASES = [
+    ("toml_syntax_error", "[model]\nlayers = 2\nheads = \n", ["deck.toml:3:", "invalid TOML"]),
+    ("duplicate_key", "[model]\nlayers = 2\nlayers = 4\n", ["deck.toml:3:", "layers"]),
+    ("missing_model_section", "[train]\nsteps = 2\n", ["deck.toml:", "[model]"]),
+    ("key_outside_any_section", "steps = 2\n[model]\n", ["deck.toml:1:", "train.steps"]),
+]
+
+
+@pytest.mark.parametrize("text, expected", [case[1:] for case in RAW_DECK_CASES], ids=[c[0] for c in RAW_DECK_CASES])
+def test_malformed_deck(trident, tmp_path, text, expected):
+    deck = tmp_path / "deck.toml"
+    deck.write_text(text)
+    expect_bad_input(run_trident(trident, ["check", str(deck)], tmp_path), expected)
+
+
+# Overrides of a valid deck: (id, command, --set arguments, expected). Messages name the argument.
+OVERRIDE_CASES = [
+    ("set_layers_zero", "check", ["model.layers=0"], ["--set model.layers=0", "model.layers", "at least 1"]),
+    ("set_bare_string_not_a_schedule", "check", ["schedule.kind=pipedream"], ["schedule.kind", '"1f1b"']),
+    ("set_string_for_a_number", "check", ["train.lr=fast"], ["--set train.lr=fast", "train.lr", "number"]),
+    ("set_unknown_key", "check", ["model.lr=1e-3"], ["model.lr", "did you mean `train.lr`?"]),
+    ("set_key_without_section", "check", ["lr=3e-4"], ["--set lr=3e-4", "section.key"]),
+    ("set_relation_broken", "check", ["parallel.tp=3"], ["--set parallel.tp=3", "parallel.tp"]),
+    ("plan_set_bad_value", "plan", ["train.beta1=1.5"], ["--set train.beta1=1.5", "train.beta1"]),
+    ("run_set_bad_value", "run", ["train.steps=0"], ["--set train.steps=0", "train.steps"]),
+]
+
+
+@pytest.mark.parametrize("command, assignments, expected", [case[1:] for case in OVERRIDE_CASES],
+                         ids=[c[0] for c in OVERRIDE_CASES])
+def test_bad_override(trident, tmp_path, command, assignments, expected):
+    deck = tmp_path / "deck.toml"
+    deck.write_text(deck_text({}))
+    args = [command, str(deck)]
+    for assignment in assignments:
+        args += ["--set", assignment]
+    expect_bad_input(run_trident(trident, args, tmp_path), expected)
+
+
+# Bad command lines: (id, arguments with DECK standing for a valid deck, expected).
+ARGUMENT_CASES = [
+    ("no_subcommand", [], ["command"]),
+    ("unknown_subcommand", ["frobnicate", "DECK"], ["frobnicate"]),
+    ("missing_deck", ["check"], ["DECK"]),
+    ("missing_deck_for_plan", ["plan", "--ranks", "8"], ["DECK"]),
+    ("deck_file_not_found", ["check", "no_such_deck.toml"], ["no_such_deck.toml"]),
+    ("two_decks", ["check", "DECK", "other.toml"], ["other.toml"]),
+    ("set_without_equals", ["check", "DECK", "--set", "train.lr"], ["--set", "train.lr"]),
+    ("set_missing_its_value", ["check", "DECK", "--set"], ["--set"]),
+    ("ranks_not_a_number", ["plan", "DECK", "--ranks", "many"], ["--ranks", "many"]),
+    ("ranks_zero", ["plan", "DECK", "--ranks", "0"], ["--ranks", "0"]),
+    ("ranks_negative", ["plan", "DECK", "--ranks", "-4"], ["--ranks", "-4"]),
+    ("ranks_missing_its_value", ["plan", "DECK", "--ranks"], ["--ranks"]),
+    ("ranks_for_run", ["run", "DECK", "--ranks", "4"], ["--ranks"]),
+    ("unknown_option", ["check", "DECK", "--frobnicate"], ["--frobnicate"]),
+]
+
+
+@pytest.mark.parametrize("args, expected", [case[1:] for case in ARGUMENT_CASES], ids=[c[0] for c in ARGUMENT_CASES])
+def test_bad_arguments(trident, tmp_path, args, expected):
+    deck = tmp_path / "deck.toml"
+    deck.write_text(deck_text({}))
+    args = [str(deck) if arg == "DECK" else arg for arg in args]
+    expect_bad_input(run_trident(trident, args, tmp_path), expected)
+
+
+def test_case_table_is_large_enough():
+    cases = len(DECK_CASES) + len(RAW_DECK_CASES) + len(OVERRIDE_CASES) + len(ARGUMENT_CASES)
+    assert cases >= 25
+
+
+# Controls: the base deck and the ready decks pass, so the failures above are the patches' doing.
+def test_base_deck_is_valid(trident, tmp_path):
+    deck = tmp_path / "deck.toml"
+    deck.write_text(deck_text({}))
+    result = run_trident(trident, ["check", str(deck)], tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("deck", sorted(INPUT_DECKS.glob("*.toml")), ids=lambda path: path.name)
+def test_ready_deck_is_valid(trident, tmp_path, deck):
+    result = run_trident(trident, ["check", str(deck)], tmp_path)
+    assert result.returncode == 0, result.stderr

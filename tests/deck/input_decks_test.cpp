@@ -1,0 +1,97 @@
+// The ready decks in input_decks/ all validate and describe what their comments promise.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "deck/deck.hpp"
+
+namespace trident {
+namespace {
+
+std::string deck_path(const std::string& name) { return std::string(TRIDENT_INPUT_DECKS_DIR) + "/" + name; }
+
+TEST(InputDecks, EveryDeckValidates) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(TRIDENT_INPUT_DECKS_DIR)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++count;
+    try {
+      load_deck(entry.path().string(), {});
+    } catch (const InputError& error) {
+      ADD_FAILURE() << error.what();
+    }
+  }
+  EXPECT_GE(count, 4);
+}
+
+TEST(InputDecks, TinyIsTheCiDeck) {
+  const Deck deck = load_deck(deck_path("tiny.toml"), {});
+  EXPECT_EQ(deck.model.layers, 2);
+  EXPECT_EQ(deck.model.d_model, 64);
+  EXPECT_EQ(deck.model.heads, 4);
+  EXPECT_EQ(deck.model.seq_len, 64);
+  EXPECT_EQ(deck.model.vocab, 256);
+  EXPECT_EQ(deck.data.kind, DataKind::synthetic);
+  EXPECT_EQ(deck.train.steps, 200);
+  EXPECT_EQ(deck.schedule.microbatches, 4);
+  EXPECT_EQ(deck.schedule.micro_batch_size, 4);
+  EXPECT_DOUBLE_EQ(deck.train.lr, 3e-3);
+  EXPECT_DOUBLE_EQ(deck.train.min_lr, 3e-4);
+  EXPECT_EQ(deck.train.warmup_steps, 10);
+  EXPECT_EQ(deck.train.decay, LrDecay::cosine);
+  EXPECT_DOUBLE_EQ(deck.train.grad_clip, 1.0);
+  EXPECT_DOUBLE_EQ(deck.train.weight_decay, 0.1);
+  EXPECT_EQ(deck.output.dir, "runs/tiny");
+  EXPECT_EQ(deck.output.log_every, 10);
+  EXPECT_EQ(deck.parallel.world_size(), 1);
+}
+
+TEST(InputDecks, SmallIsTheBenchmarkShape) {
+  const Deck deck = load_deck(deck_path("small.toml"), {});
+  EXPECT_EQ(deck.model.layers, 6);
+  EXPECT_EQ(deck.model.d_model, 384);
+  EXPECT_EQ(deck.model.heads, 6);
+  EXPECT_EQ(deck.model.vocab, 4096);
+  EXPECT_EQ(deck.model.seq_len, 256);
+  EXPECT_EQ(deck.schedule.micro_batch_size, 8);
+  EXPECT_EQ(deck.schedule.microbatches, 1);
+  EXPECT_EQ(deck.train.steps, 20);
+  EXPECT_EQ(deck.output.dir, "runs/small");
+}
+
+TEST(InputDecks, Gpt2IsThe124MShape) {
+  const Deck deck = load_deck(deck_path("gpt2-124m.toml"), {});
+  EXPECT_EQ(deck.model.layers, 12);
+  EXPECT_EQ(deck.model.d_model, 768);
+  EXPECT_EQ(deck.model.heads, 12);
+  EXPECT_EQ(deck.model.seq_len, 1024);
+  EXPECT_EQ(deck.model.vocab, 50257);
+  EXPECT_EQ(deck.data.kind, DataKind::synthetic);
+  EXPECT_EQ(deck.output.dir, "runs/gpt2-124m");
+}
+
+TEST(InputDecks, Gpt3IsThe175BFrontierGrid) {
+  const Deck deck = load_deck(deck_path("gpt3-175b.toml"), {});
+  EXPECT_EQ(deck.model.layers, 96);
+  EXPECT_EQ(deck.model.d_model, 12288);
+  EXPECT_EQ(deck.model.heads, 96);
+  EXPECT_EQ(deck.model.seq_len, 2048);
+  EXPECT_EQ(deck.model.vocab, 50257);
+  EXPECT_EQ(deck.parallel.tp, 8);
+  EXPECT_EQ(deck.parallel.pp, 16);
+  EXPECT_EQ(deck.parallel.dp, 8);
+  EXPECT_EQ(deck.parallel.world_size(), 1024);
+  EXPECT_EQ(deck.schedule.micro_batch_size, 1);
+  EXPECT_EQ(deck.schedule.microbatches, 64);
+}
+
+TEST(InputDecks, TinyAcceptsTheOverridesTheReadmeUses) {
+  const Deck deck = load_deck(deck_path("tiny.toml"), {"schedule.kind=gpipe", "train.steps=20"});
+  EXPECT_EQ(deck.schedule.kind, "gpipe");
+  EXPECT_EQ(deck.train.steps, 20);
+  EXPECT_NE(deck.text.find("# --set schedule.kind=gpipe\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trident

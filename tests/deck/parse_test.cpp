@@ -1,0 +1,224 @@
+// Reading decks: every key lands in its field, defaults, recorded text, files.
+#include <gtest/gtest.h>
+
+#include "deck_test_support.hpp"
+
+namespace trident::testing {
+namespace {
+
+TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
+  const Deck deck = parse(kMinimalDeck);
+  const Deck defaults;
+  EXPECT_EQ(deck.model.layers, 4);
+  EXPECT_EQ(deck.model.seq_len, 16);
+  EXPECT_EQ(deck.model.tie_embeddings, defaults.model.tie_embeddings);
+  EXPECT_EQ(deck.parallel.tp, defaults.parallel.tp);
+  EXPECT_EQ(deck.parallel.pp, defaults.parallel.pp);
+  EXPECT_EQ(deck.parallel.dp, defaults.parallel.dp);
+  EXPECT_EQ(deck.parallel.order, "tp-dp-pp");
+  EXPECT_TRUE(deck.parallel.stage_layers.empty());
+  EXPECT_EQ(deck.schedule.kind, "1f1b");
+  EXPECT_EQ(deck.schedule.microbatches, defaults.schedule.microbatches);
+  EXPECT_EQ(deck.schedule.micro_batch_size, defaults.schedule.micro_batch_size);
+  EXPECT_EQ(deck.schedule.virtual_stages, 1);
+  EXPECT_EQ(deck.train.steps, defaults.train.steps);
+  EXPECT_EQ(deck.train.seed, defaults.train.seed);
+  EXPECT_EQ(deck.train.lr, defaults.train.lr);
+  EXPECT_EQ(deck.train.min_lr, defaults.train.min_lr);
+  EXPECT_EQ(deck.train.warmup_steps, defaults.train.warmup_steps);
+  EXPECT_EQ(deck.train.decay, defaults.train.decay);
+  EXPECT_EQ(deck.train.beta1, defaults.train.beta1);
+  EXPECT_EQ(deck.train.beta2, defaults.train.beta2);
+  EXPECT_EQ(deck.train.eps, defaults.train.eps);
+  EXPECT_EQ(deck.train.weight_decay, defaults.train.weight_decay);
+  EXPECT_EQ(deck.train.grad_clip, defaults.train.grad_clip);
+  EXPECT_EQ(deck.data.kind, DataKind::synthetic);
+  EXPECT_EQ(deck.data.path, "");
+  EXPECT_EQ(deck.data.synthetic_tokens, defaults.data.synthetic_tokens);
+  EXPECT_EQ(deck.checkpoint.dir, defaults.checkpoint.dir);
+  EXPECT_EQ(deck.checkpoint.every, defaults.checkpoint.every);
+  EXPECT_EQ(deck.checkpoint.keep, defaults.checkpoint.keep);
+  EXPECT_EQ(deck.checkpoint.resume, "auto");
+  EXPECT_EQ(deck.output.dir, defaults.output.dir);
+  EXPECT_EQ(deck.output.log_every, defaults.output.log_every);
+}
+
+TEST(DeckParse, ReadsEveryKeyIntoItsField) {
+  ScratchDir dir("every_key");
+  dir.write("tokens.bin", "not checked here: the data module reads it");
+  dir.write("step_00000007.h5", "");
+  const std::string text = R"(
+[model]
+layers = 8
+d_model = 96
+heads = 6
+seq_len = 32
+vocab = 50257
+tie_embeddings = false
+
+[parallel]
+tp = 3
+pp = 2
+dp = 5
+order = "pp-tp-dp"
+stage_layers = [3, 5]
+
+[schedule]
+kind = "gpipe"
+microbatches = 7
+micro_batch_size = 3
+
+[train]
+steps = 42
+seed = 18446744
+lr = 2.5e-4
+min_lr = 1e-5
+warmup_steps = 4
+decay = "linear"
+beta1 = 0.8
+beta2 = 0.99
+eps = 1e-6
+weight_decay = 0.05
+grad_clip = 0.5
+
+[data]
+kind = "bin"
+path = "tokens.bin"
+synthetic_tokens = 5000
+
+[checkpoint]
+dir = "ckpt"
+every = 10
+keep = 3
+resume = "step_00000007.h5"
+
+[output]
+dir = "runs/every"
+log_every = 6
+)";
+  const Deck deck = parse_deck(text, (dir.path() / "deck.toml").string(), {});
+  EXPECT_EQ(deck.model.layers, 8);
+  EXPECT_EQ(deck.model.d_model, 96);
+  EXPECT_EQ(deck.model.heads, 6);
+  EXPECT_EQ(deck.model.seq_len, 32);
+  EXPECT_EQ(deck.model.vocab, 50257);
+  EXPECT_FALSE(deck.model.tie_embeddings);
+  EXPECT_EQ(deck.parallel.tp, 3);
+  EXPECT_EQ(deck.parallel.pp, 2);
+  EXPECT_EQ(deck.parallel.dp, 5);
+  EXPECT_EQ(deck.parallel.order, "pp-tp-dp");
+  EXPECT_EQ(deck.parallel.stage_layers, (std::vector<int>{3, 5}));
+  EXPECT_EQ(deck.schedule.kind, "gpipe");
+  EXPECT_EQ(deck.schedule.microbatches, 7);
+  EXPECT_EQ(deck.schedule.micro_batch_size, 3);
+  EXPECT_EQ(deck.train.steps, 42);
+  EXPECT_EQ(deck.train.seed, 18446744u);
+  EXPECT_DOUBLE_EQ(deck.train.lr, 2.5e-4);
+  EXPECT_DOUBLE_EQ(deck.train.min_lr, 1e-5);
+  EXPECT_EQ(deck.train.warmup_steps, 4);
+  EXPECT_EQ(deck.train.decay, LrDecay::linear);
+  EXPECT_DOUBLE_EQ(deck.train.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(deck.train.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(deck.train.eps, 1e-6);
+  EXPECT_DOUBLE_EQ(deck.train.weight_decay, 0.05);
+  EXPECT_DOUBLE_EQ(deck.train.grad_clip, 0.5);
+  EXPECT_EQ(deck.data.kind, DataKind::bin);
+  EXPECT_EQ(deck.data.path, (dir.path() / "tokens.bin").string());
+  EXPECT_EQ(deck.data.synthetic_tokens, 5000);
+  EXPECT_EQ(deck.checkpoint.dir, "ckpt");
+  EXPECT_EQ(deck.checkpoint.every, 10);
+  EXPECT_EQ(deck.checkpoint.keep, 3);
+  EXPECT_EQ(deck.checkpoint.resume, (dir.path() / "step_00000007.h5").string());
+  EXPECT_EQ(deck.output.dir, "runs/every");
+  EXPECT_EQ(deck.output.log_every, 6);
+}
+
+TEST(DeckParse, EnumChoicesMapToTheirValues) {
+  const std::string base = std::string(kMinimalDeck) + "[train]\n";
+  EXPECT_EQ(parse(base + "decay = \"cosine\"\n").train.decay, LrDecay::cosine);
+  EXPECT_EQ(parse(base + "decay = \"linear\"\n").train.decay, LrDecay::linear);
+  EXPECT_EQ(parse(base + "decay = \"constant\"\n").train.decay, LrDecay::constant);
+  for (const char* kind : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"}) {
+    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + kind + "\"\n").schedule.kind, kind);
+  }
+  for (const char* order : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
+    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[parallel]\norder = \"" + order + "\"\n").parallel.order, order);
+  }
+}
+
+TEST(DeckParse, IntegersAreAcceptedForReals) {
+  const Deck deck = parse(std::string(kMinimalDeck) + "[train]\nlr = 1\nmin_lr = 0\ngrad_clip = 2\n");
+  EXPECT_EQ(deck.train.lr, 1.0);
+  EXPECT_EQ(deck.train.min_lr, 0.0);
+  EXPECT_EQ(deck.train.grad_clip, 2.0);
+}
+
+TEST(DeckParse, BoundaryValuesAreValid) {
+  const Deck deck = parse(std::string(kMinimalDeck) +
+                          "[train]\nseed = 0\nwarmup_steps = 0\nbeta1 = 0\nweight_decay = 0\ngrad_clip = 0\n"
+                          "min_lr = 1e-3\nlr = 1e-3\n[checkpoint]\nevery = 0\nkeep = 1\n"
+                          "[data]\nsynthetic_tokens = 17\n");
+  EXPECT_EQ(deck.train.seed, 0u);
+  EXPECT_EQ(deck.train.min_lr, deck.train.lr);
+  EXPECT_EQ(deck.data.synthetic_tokens, 17);
+}
+
+TEST(DeckParse, InterleavedScheduleTakesVirtualStages) {
+  const Deck deck = parse(std::string(kMinimalDeck) +
+                          "[parallel]\npp = 2\n[schedule]\nkind = \"interleaved-1f1b\"\nvirtual_stages = 2\n");
+  EXPECT_EQ(deck.schedule.virtual_stages, 2);
+}
+
+TEST(DeckParse, TextDataWithByteVocabulary) {
+  ScratchDir dir("text_data");
+  dir.write("corpus.txt", "hello");
+  const Deck deck = parse_deck(std::string(kMinimalDeck) + "[data]\nkind = \"text\"\npath = \"corpus.txt\"\n",
+                               (dir.path() / "deck.toml").string(), {});
+  EXPECT_EQ(deck.data.kind, DataKind::text);
+  EXPECT_EQ(deck.data.path, (dir.path() / "corpus.txt").string());
+}
+
+TEST(DeckParse, AbsoluteDataPathIsKept) {
+  ScratchDir dir("absolute_path");
+  const auto file = dir.write("tokens.bin", "");
+  const Deck deck = parse(std::string(kMinimalDeck) + "[data]\nkind = \"bin\"\npath = \"" + file.string() + "\"\n");
+  EXPECT_EQ(deck.data.path, file.string());
+}
+
+TEST(DeckParse, RecordsPathAndText) {
+  const Deck deck = parse(kMinimalDeck);
+  EXPECT_EQ(deck.path, "deck.toml");
+  EXPECT_EQ(deck.text, kMinimalDeck);
+}
+
+TEST(DeckParse, ResumeKeywordsAreKeptVerbatim) {
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[checkpoint]\nresume = \"none\"\n").checkpoint.resume, "none");
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[checkpoint]\nresume = \"auto\"\n").checkpoint.resume, "auto");
+}
+
+TEST(DeckLoad, ReadsAFile) {
+  ScratchDir dir("load");
+  const auto file = dir.write("mine.toml", kMinimalDeck);
+  const Deck deck = load_deck(file.string(), {"train.steps=3"});
+  EXPECT_EQ(deck.path, file.string());
+  EXPECT_EQ(deck.model.layers, 4);
+  EXPECT_EQ(deck.train.steps, 3);
+}
+
+TEST(DeckLoad, MissingFileIsNamed) {
+  try {
+    load_deck("no/such/deck.toml", {});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("no/such/deck.toml"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("not found"), std::string::npos) << error.what();
+  }
+}
+
+TEST(DeckLoad, DirectoryIsNotADeck) {
+  ScratchDir dir("directory");
+  EXPECT_THROW(load_deck(dir.path().string(), {}), InputError);
+}
+
+}  // namespace
+}  // namespace trident::testing

@@ -1,0 +1,225 @@
+// Every validation rule, one row each: the bad deck is the minimal deck plus a few assignments;
+// the message must start with the file and line of the offending assignment, name the key and
+// say what would be valid.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "deck_test_support.hpp"
+
+namespace trident::testing {
+namespace {
+
+struct Assignment {
+  std::string section;
+  std::string line;  // "layers = 0"
+
+  std::string key() const { return section + "." + line.substr(0, line.find(' ')); }
+};
+
+struct BadDeckCase {
+  std::string name;
+  std::vector<Assignment> context;  // valid on their own, needed for the rule to bite
+  Assignment bad;                   // the assignment the message must point at
+  std::string hint;                 // part of "what would be valid"
+};
+
+// The minimal deck with `assignments` added (replacing a [model] key of the same name), and the
+// line on which the last assignment ends up.
+std::pair<std::string, int> deck_with(const std::vector<Assignment>& assignments) {
+  std::map<std::string, std::string> model{{"layers", "4"}, {"d_model", "64"}, {"heads", "4"},
+                                           {"seq_len", "16"}, {"vocab", "256"}};
+  std::vector<std::string> lines;
+  for (const char* section : {"model", "parallel", "schedule", "train", "data", "checkpoint", "output"}) {
+    lines.push_back(std::string("[") + section + "]");
+    for (const Assignment& assignment : assignments) {
+      if (assignment.section != section) continue;
+      model.erase(assignment.line.substr(0, assignment.line.find(' ')));
+    }
+    if (std::string(section) == "model") {
+      for (const auto& [key, value] : model) lines.push_back(key + " = " + value);
+    }
+  }
+  // Insert each assignment right after its section header, in order.
+  int last_line = 0;
+  for (const Assignment& assignment : assignments) {
+    const auto header = std::find(lines.begin(), lines.end(), "[" + assignment.section + "]");
+    const auto at = lines.insert(header + 1, assignment.line);
+    last_line = static_cast<int>(at - lines.begin()) + 1;
+  }
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return {text, last_line};
+}
+
+void PrintTo(const BadDeckCase& bad_case, std::ostream* out) { *out << bad_case.name; }
+
+class BadDeck : public ::testing::TestWithParam<BadDeckCase> {};
+
+TEST_P(BadDeck, NamesFileLineKeyAndWhatIsValid) {
+  const BadDeckCase& bad_case = GetParam();
+  std::vector<Assignment> assignments = bad_case.context;
+  assignments.push_back(bad_case.bad);
+  const auto [text, line] = deck_with(assignments);
+  const std::string message = error_of(text);
+  const std::string location = "deck.toml:" + std::to_string(line) + ": ";
+  EXPECT_EQ(message.rfind(location, 0), 0u) << "expected to start with " << location << "\n" << message << "\n" << text;
+  EXPECT_NE(message.find(bad_case.bad.key()), std::string::npos) << message;
+  EXPECT_NE(message.find(bad_case.hint), std::string::npos) << "expected hint: " << bad_case.hint << "\n" << message;
+}
+
+const BadDeckCase kBadDecks[] = {
+    // types
+    {"IntegerGivenAString", {}, {"model", "layers = \"two\""}, "must be an integer"},
+    {"IntegerGivenAFloat", {}, {"model", "layers = 2.0"}, "got the float 2.0"},
+    {"IntegerTooLarge", {}, {"model", "d_model = 3000000000"}, "at most 2147483647"},
+    {"RealGivenAString", {}, {"train", "lr = \"fast\""}, "must be a number greater than 0"},
+    {"RealNotFinite", {}, {"train", "lr = inf"}, "finite"},
+    {"BooleanGivenAnInteger", {}, {"model", "tie_embeddings = 1"}, "true or false"},
+    {"ChoiceGivenAnInteger", {}, {"schedule", "kind = 1"}, "\"gpipe\", \"1f1b\""},
+    {"ListGivenAString", {{"parallel", "pp = 2"}}, {"parallel", "stage_layers = \"2,2\""}, "array of integers"},
+    {"DirectoryGivenANumber", {}, {"output", "dir = 5"}, "must be a string"},
+    // model ranges and shape
+    {"LayersZero", {}, {"model", "layers = 0"}, "at least 1"},
+    {"DModelZero", {}, {"model", "d_model = 0"}, "at least 1"},
+    {"HeadsNegative", {}, {"model", "heads = -4"}, "at least 1"},
+    {"SeqLenZero", {}, {"model", "seq_len = 0"}, "at least 1"},
+    {"VocabOne", {}, {"model", "vocab = 1"}, "at least 2"},
+    {"HeadsDoNotDivideDModel", {}, {"model", "heads = 5"}, "1, 2, 4, 8, 16, 32, 64"},
+    // parallel
+    {"TpZero", {}, {"parallel", "tp = 0"}, "at least 1"},
+    {"PpZero", {}, {"parallel", "pp = 0"}, "at least 1"},
+    {"DpZero", {}, {"parallel", "dp = 0"}, "at least 1"},
+    {"TpDoesNotDivideHeads", {}, {"parallel", "tp = 3"}, "valid tp: 1, 2, 4"},
+    {"OrderMissingAnAxis", {}, {"parallel", "order = \"tp-pp\""}, "\"tp-dp-pp\""},
+    {"OrderRepeatsAnAxis", {}, {"parallel", "order = \"tp-tp-pp\""}, "\"pp-dp-tp\""},
+    {"MoreStagesThanLayers", {}, {"parallel", "pp = 8"}, "model.layers = 4"},
+    {"TooManyRanks", {{"parallel", "tp = 2"}}, {"parallel", "dp = 2000000000"}, "use a smaller grid"},
+    {"StageLayersWrongCount", {{"parallel", "pp = 2"}}, {"parallel", "stage_layers = [1, 1, 2]"}, "parallel.pp = 2"},
+    {"StageLayersWrongSum", {{"parallel", "pp = 2"}}, {"parallel", "stage_layers = [1, 2]"}, "add up to 4"},
+    {"StageLayersEmptyStage", {{"parallel", "pp = 2"}}, {"parallel", "stage_layers = [4, 0]"},
+     "stage_layers[1] must be at least 1"},
+    // schedule
+    {"UnknownSchedule", {}, {"schedule", "kind = \"pipedream\""}, "\"interleaved-1f1b\", \"zb-h1\""},
+    {"ScheduleTypo", {}, {"schedule", "kind = \"1F1B\""}, "did you mean \"1f1b\"?"},
+    {"MicrobatchesZero", {}, {"schedule", "microbatches = 0"}, "at least 1"},
+    {"MicroBatchSizeZero", {}, {"schedule", "micro_batch_size = 0"}, "at least 1"},
+    {"VirtualStagesZero", {}, {"schedule", "virtual_stages = 0"}, "at least 1"},
+    {"GlobalBatchTooLarge", {{"schedule", "micro_batch_size = 100000"}}, {"schedule", "microbatches = 100000"},
+     "use fewer micro-batches"},
+    {"VirtualStagesWithoutInterleaving", {}, {"schedule", "virtual_stages = 2"}, "interleaved-1f1b"},
+    {"TooManyChunksForLayers", {{"schedule", "kind = \"interleaved-1f1b\""}, {"schedule", "virtual_stages = 4"}},
+     {"parallel", "pp = 2"}, "pp * virtual_stages <= 4"},
+    // train
+    {"StepsZero", {}, {"train", "steps = 0"}, "at least 1"},
+    {"SeedNegative", {}, {"train", "seed = -1"}, "at least 0"},
+    {"LrZero", {}, {"train", "lr = 0"}, "greater than 0"},
+    {"LrNegative", {}, {"train", "lr = -1e-3"}, "greater than 0"},
+    {"MinLrNegative", {}, {"train", "min_lr = -1e-5"}, "at least 0"},
+    {"MinLrAboveLr", {{"train", "lr = 1e-3"}}, {"train", "min_lr = 1e-2"}, "in [0, lr]"},
+    {"WarmupNegative", {}, {"train", "warmup_steps = -1"}, "at least 0"},
+    {"UnknownDecay", {}, {"train", "decay = \"exponential\""}, "\"cosine\", \"linear\", \"constant\""},
+    {"Beta1One", {}, {"train", "beta1 = 1.0"}, "in [0, 1)"},
+    {"Beta2Negative", {}, {"train", "beta2 = -0.1"}, "in [0, 1)"},
+    {"EpsZero", {}, {"train", "eps = 0"}, "greater than 0"},
+    {"WeightDecayNegative", {}, {"train", "weight_decay = -0.1"}, "at least 0"},
+    {"GradClipNegative", {}, {"train", "grad_clip = -1"}, "at least 0"},
+    // data
+    {"UnknownDataKind", {}, {"data", "kind = \"parquet\""}, "\"bin\", \"text\", \"synthetic\""},
+    {"BinWithoutPath", {}, {"data", "kind = \"bin\""}, "needs data.path"},
+    {"MissingDataFile", {{"data", "kind = \"bin\""}}, {"data", "path = \"no_such_shard.bin\""}, "no such file"},
+    {"SyntheticTooShort", {}, {"data", "synthetic_tokens = 16"}, "at least 17"},
+    // checkpoint and output
+    {"EveryNegative", {}, {"checkpoint", "every = -1"}, "at least 0"},
+    {"KeepZero", {}, {"checkpoint", "keep = 0"}, "at least 1"},
+    {"ResumeMissing", {}, {"checkpoint", "resume = \"no_such_step.h5\""}, "\"auto\""},
+    {"ResumeEmpty", {}, {"checkpoint", "resume = \"\""}, "\"none\""},
+    {"CheckpointDirEmpty", {}, {"checkpoint", "dir = \"\""}, "must not be empty"},
+    {"OutputDirEmpty", {}, {"output", "dir = \"\""}, "must not be empty"},
+    {"LogEveryZero", {}, {"output", "log_every = 0"}, "at least 1"},
+    // unknown keys
+    {"KeyInTheWrongSection", {}, {"model", "lr = 1e-3"}, "did you mean `train.lr`?"},
+    {"MisspeltKey", {}, {"model", "d_modle = 64"}, "did you mean `model.d_model`?"},
+    {"UnknownKeyListsTheSection", {}, {"output", "colour = \"red\""}, "\"dir\", \"log_every\""},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rules, BadDeck, ::testing::ValuesIn(kBadDecks),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(DeckValidation, TextDataNeedsAByteVocabulary) {
+  ScratchDir dir("text_vocab");
+  dir.write("corpus.txt", "hello");
+  try {
+    parse_deck("[model]\nvocab = 50257\n[data]\nkind = \"text\"\npath = \"corpus.txt\"\n",
+               (dir.path() / "deck.toml").string(), {});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("deck.toml:2: model.vocab = 50257"), std::string::npos) << message;
+    EXPECT_NE(message.find("model.vocab = 256"), std::string::npos) << message;
+  }
+}
+
+TEST(DeckValidation, DataPathMustBeAFileNotADirectory) {
+  ScratchDir dir("data_directory");
+  std::filesystem::create_directories(dir.path() / "shards");
+  EXPECT_THROW(parse_deck("[model]\n[data]\nkind = \"bin\"\npath = \"shards\"\n",
+                          (dir.path() / "deck.toml").string(), {}),
+               InputError);
+}
+
+TEST(DeckValidation, SyntaxErrorNamesItsLine) {
+  const std::string message = error_of("[model]\nlayers = 2\nheads = \n");
+  EXPECT_EQ(message.rfind("deck.toml:3: invalid TOML", 0), 0u) << message;
+}
+
+TEST(DeckValidation, DuplicateKeyIsASyntaxError) {
+  const std::string message = error_of("[model]\nlayers = 2\nlayers = 3\n");
+  EXPECT_EQ(message.rfind("deck.toml:3: invalid TOML", 0), 0u) << message;
+  EXPECT_NE(message.find("layers"), std::string::npos) << message;
+}
+
+TEST(DeckValidation, ModelSectionIsRequired) {
+  const std::string message = error_of("[train]\nsteps = 3\n");
+  EXPECT_EQ(message.rfind("deck.toml: missing section [model]", 0), 0u) << message;
+  EXPECT_NE(error_of("").find("missing section [model]"), std::string::npos);
+}
+
+TEST(DeckValidation, UnknownSectionGetsASuggestion) {
+  const std::string message = error_of(std::string(kMinimalDeck) + "[trian]\nsteps = 3\n");
+  EXPECT_EQ(message.rfind("deck.toml:7: unknown section [trian]; did you mean [train]?", 0), 0u) << message;
+  EXPECT_NE(error_of(std::string(kMinimalDeck) + "[zzzzzzzz]\n").find("\"checkpoint\""), std::string::npos);
+}
+
+TEST(DeckValidation, TopLevelKeyBelongsInASection) {
+  const std::string message = error_of(std::string("steps = 3\n") + kMinimalDeck);
+  EXPECT_EQ(message.rfind("deck.toml:1: unknown key `steps`; did you mean `train.steps`?", 0), 0u) << message;
+}
+
+TEST(DeckValidation, SectionMustBeATable) {
+  const std::string message = error_of("model = 3\n");
+  EXPECT_EQ(message.rfind("deck.toml:1: `model` must be a section", 0), 0u) << message;
+}
+
+TEST(DeckValidation, NestedTableIsAnUnknownKey) {
+  const std::string message = error_of(std::string(kMinimalDeck) + "[model.extra]\nx = 1\n");
+  EXPECT_NE(message.find("unknown key `model.extra`"), std::string::npos) << message;
+}
+
+TEST(DeckValidation, RelationPointsAtTheKeyThatIsSet) {
+  // layers is left at its default (2) while pp asks for 4 stages: the message points at pp's line.
+  const std::string message = error_of("[model]\n\n[parallel]\npp = 4\n");
+  EXPECT_EQ(message.rfind("deck.toml:4: parallel.pp = 4", 0), 0u) << message;
+  // data.kind = "bin" with no path: the kind's line.
+  EXPECT_EQ(error_of("[model]\n[data]\nkind = \"bin\"\n").rfind("deck.toml:3: data.kind", 0), 0u);
+}
+
+TEST(DeckValidation, DefaultedKeyIsLocatedByItsSection) {
+  // min_lr keeps its default 1e-4, above the lr the file sets: blame min_lr at the [train] header.
+  const std::string message = error_of("[model]\n[train]\nlr = 1e-5\n");
+  EXPECT_EQ(message.rfind("deck.toml:2: train.min_lr = 0.0001 is larger than train.lr = 1e-05", 0), 0u) << message;
+}
+
+}  // namespace
+}  // namespace trident::testing

@@ -1,0 +1,56 @@
+#include "kernels/layernorm.hpp"
+
+#include <gtest/gtest.h>
+
+#include "gradient_check.hpp"
+
+namespace trident {
+namespace {
+
+using namespace testing;
+
+constexpr int rows = 6, C = 70;
+
+struct LayerNormCase {
+  FloatBuffer x = random_buffer(rows * C, 1, 2.0f, 0.5f);  // non-zero mean and non-unit spread
+  FloatBuffer weight = random_buffer(C, 2, 0.3f, 1.0f);
+  FloatBuffer bias = random_buffer(C, 3);
+  FloatBuffer out{"out", rows * C}, mean{"mean", rows}, rstd{"rstd", rows};
+  void forward() { layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), weight.data(), bias.data(), rows, C); }
+};
+
+TEST(LayerNorm, ForwardMatchesReference) {
+  LayerNormCase n;
+  n.forward();
+  const auto x = to_host(n.x), w = to_host(n.weight), b = to_host(n.bias), out = to_host(n.out);
+  const auto mean = to_host(n.mean), rstd = to_host(n.rstd);
+  for (int r = 0; r < rows; ++r) {
+    double m = 0.0, var = 0.0;
+    for (int c = 0; c < C; ++c) m += x[r * C + c] / double(C);
+    for (int c = 0; c < C; ++c) var += (x[r * C + c] - m) * (x[r * C + c] - m) / C;
+    const double s = 1.0 / std::sqrt(var + 1e-5);
+    EXPECT_NEAR(mean[r], m, 1e-5);
+    EXPECT_NEAR(rstd[r], s, 1e-5 * s);
+    for (int c = 0; c < C; ++c) EXPECT_NEAR(out[r * C + c], (x[r * C + c] - m) * s * w[c] + b[c], 1e-5);
+  }
+}
+
+TEST(LayerNorm, BackwardAccumulatesFiniteDifferenceGradients) {
+  LayerNormCase n;
+  const FloatBuffer proj = random_buffer(rows * C, 4);
+  auto objective = [&] {
+    n.forward();
+    return dot(proj, n.out);
+  };
+  n.forward();
+  const FloatBuffer dx = random_buffer(rows * C, 5), dweight = random_buffer(C, 6), dbias = random_buffer(C, 7);
+  const auto dx_before = to_host(dx), dweight_before = to_host(dweight), dbias_before = to_host(dbias);
+  layernorm_backward(dx.data(), dweight.data(), dbias.data(), proj.data(), n.x.data(), n.mean.data(), n.rstd.data(),
+                     n.weight.data(), rows, C);
+  expect_gradient("x", n.x, difference(to_host(dx), dx_before), objective, 1e-2f);
+  expect_gradient("weight", n.weight, difference(to_host(dweight), dweight_before), objective, 1e-2f);
+  expect_gradient("bias", n.bias, difference(to_host(dbias), dbias_before), objective, 1e-2f);
+}
+
+}  // namespace
+}  // namespace trident

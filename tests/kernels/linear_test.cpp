@@ -1,0 +1,50 @@
+#include "kernels/linear.hpp"
+
+#include <gtest/gtest.h>
+
+#include "gradient_check.hpp"
+
+namespace trident {
+namespace {
+
+using namespace testing;
+
+constexpr int rows = 5, in = 7, out = 70;
+
+struct LinearCase {
+  FloatBuffer x = random_buffer(rows * in, 1), w = random_buffer(in * out, 2), bias = random_buffer(out, 3);
+  FloatBuffer y{"y", rows * out};
+  void forward() { linear_forward(y.data(), x.data(), w.data(), bias.data(), rows, in, out); }
+};
+
+TEST(Linear, ForwardMatchesReference) {
+  LinearCase l;
+  l.forward();
+  const auto x = to_host(l.x), w = to_host(l.w), b = to_host(l.bias), y = to_host(l.y);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      double sum = b[o];
+      for (int i = 0; i < in; ++i) sum += double(x[r * in + i]) * w[i * out + o];
+      EXPECT_NEAR(y[r * out + o], sum, 1e-5);
+    }
+}
+
+TEST(Linear, BackwardMatchesFiniteDifferences) {
+  LinearCase l;
+  const FloatBuffer proj = random_buffer(rows * out, 4);
+  auto objective = [&] {
+    l.forward();
+    return dot(proj, l.y);
+  };
+  // dx is overwritten; dw and dbias accumulate.
+  const FloatBuffer dx = random_buffer(rows * in, 5), dw = random_buffer(in * out, 6), dbias = random_buffer(out, 7);
+  const auto dw_before = to_host(dw), dbias_before = to_host(dbias);
+  linear_backward_input(dx.data(), proj.data(), l.w.data(), rows, in, out);
+  linear_backward_weight(dw.data(), dbias.data(), l.x.data(), proj.data(), rows, in, out);
+  expect_gradient("x", l.x, to_host(dx), objective, 1e-2f);
+  expect_gradient("weight", l.w, difference(to_host(dw), dw_before), objective, 1e-2f);
+  expect_gradient("bias", l.bias, difference(to_host(dbias), dbias_before), objective, 1e-2f);
+}
+
+}  // namespace
+}  // namespace trident

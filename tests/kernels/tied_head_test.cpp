@@ -1,0 +1,43 @@
+#include "kernels/tied_head.hpp"
+
+#include <gtest/gtest.h>
+
+#include "gradient_check.hpp"
+
+namespace trident {
+namespace {
+
+using namespace testing;
+
+constexpr int rows = 5, C = 7, V = 70;
+constexpr float kScale = 0.37f;
+
+TEST(TiedHead, ForwardIsInputTimesEmbeddingTransposed) {
+  const FloatBuffer x = random_buffer(rows * C, 1), wte = random_buffer(V * C, 2), logits("logits", rows * V);
+  tied_head_forward(logits.data(), x.data(), wte.data(), rows, C, V);
+  const auto hx = to_host(x), hw = to_host(wte), hl = to_host(logits);
+  for (int r = 0; r < rows; ++r)
+    for (int v = 0; v < V; ++v) {
+      double sum = 0.0;
+      for (int c = 0; c < C; ++c) sum += double(hx[r * C + c]) * hw[v * C + c];
+      EXPECT_NEAR(hl[r * V + v], sum, 1e-5);
+    }
+}
+
+TEST(TiedHead, BackwardMatchesFiniteDifferencesOfScaledObjective) {
+  const FloatBuffer x = random_buffer(rows * C, 1), wte = random_buffer(V * C, 2), logits("logits", rows * V);
+  const FloatBuffer dlogits = random_buffer(rows * V, 3);
+  auto objective = [&] {
+    tied_head_forward(logits.data(), x.data(), wte.data(), rows, C, V);
+    return kScale * dot(dlogits, logits);
+  };
+  const FloatBuffer dx = random_buffer(rows * C, 4), dwte = random_buffer(V * C, 5);
+  const auto dwte_before = to_host(dwte);
+  tied_head_backward_input(dx.data(), dlogits.data(), wte.data(), kScale, rows, C, V);
+  tied_head_backward_weight(dwte.data(), dlogits.data(), x.data(), kScale, rows, C, V);
+  expect_gradient("x", x, to_host(dx), objective, 1e-2f);
+  expect_gradient("wte", wte, difference(to_host(dwte), dwte_before), objective, 1e-2f);
+}
+
+}  // namespace
+}  // namespace trident

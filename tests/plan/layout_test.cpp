@@ -1,0 +1,150 @@
+#include "plan/layout.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace trident {
+namespace {
+
+const std::vector<std::string> kAllOrders = {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp",
+                                             "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"};
+
+struct Shape {
+  int tp, pp, dp;
+};
+const std::vector<Shape> kShapes = {{1, 1, 1}, {2, 2, 2}, {3, 1, 2}, {1, 5, 3},
+                                    {2, 3, 5}, {8, 4, 2}, {4, 1, 7}, {1, 1, 6}};
+
+ParallelConfig grid(Shape shape, const std::string& order) {
+  ParallelConfig parallel;
+  parallel.tp = shape.tp;
+  parallel.pp = shape.pp;
+  parallel.dp = shape.dp;
+  parallel.order = order;
+  return parallel;
+}
+
+TEST(Layout, RoundTripsEveryRankForEveryShapeAndOrder) {
+  for (const Shape& shape : kShapes) {
+    for (const std::string& order : kAllOrders) {
+      const ParallelConfig parallel = grid(shape, order);
+      std::set<std::tuple<int, int, int>> seen;
+      for (int rank = 0; rank < parallel.world_size(); ++rank) {
+        const GridCoords c = rank_to_coords(rank, parallel);
+        ASSERT_GE(c.tp, 0);
+        ASSERT_LT(c.tp, shape.tp);
+        ASSERT_GE(c.pp, 0);
+        ASSERT_LT(c.pp, shape.pp);
+        ASSERT_GE(c.dp, 0);
+        ASSERT_LT(c.dp, shape.dp);
+        ASSERT_EQ(coords_to_rank(c, parallel), rank) << order << " rank " << rank;
+        seen.insert({c.tp, c.pp, c.dp});
+      }
+      EXPECT_EQ(static_cast<int>(seen.size()), parallel.world_size()) << order;
+    }
+  }
+}
+
+TEST(Layout, FirstAxisOfTheOrderVariesFastest) {
+  for (const std::string& order : kAllOrders) {
+    const ParallelConfig parallel = grid({2, 3, 5}, order);
+    const auto axes = parse_axis_order(order);
+    const int first_size = axis_size(axes[0], parallel);
+    const int second_size = axis_size(axes[1], parallel);
+    const GridCoords one = rank_to_coords(1, parallel);
+    EXPECT_EQ(coordinate(one, axes[0]), 1) << order;
+    const GridCoords next_second = rank_to_coords(first_size, parallel);
+    EXPECT_EQ(coordinate(next_second, axes[0]), 0) << order;
+    EXPECT_EQ(coordinate(next_second, axes[1]), 1) << order;
+    const GridCoords next_third = rank_to_coords(first_size * second_size, parallel);
+    EXPECT_EQ(coordinate(next_third, axes[2]), 1) << order;
+  }
+}
+
+TEST(Layout, DefaultOrderMatchesHandComputedRanks) {
+  // tp-dp-pp with tp 2, pp 3, dp 2: rank = tp + 2 * dp + 4 * pp.
+  const ParallelConfig parallel = grid({2, 3, 2}, "tp-dp-pp");
+  EXPECT_EQ(rank_to_coords(5, parallel), (GridCoords{.tp = 1, .pp = 1, .dp = 0}));
+  EXPECT_EQ(rank_to_coords(7, parallel), (GridCoords{.tp = 1, .pp = 1, .dp = 1}));
+  EXPECT_EQ(rank_to_coords(10, parallel), (GridCoords{.tp = 0, .pp = 2, .dp = 1}));
+  EXPECT_EQ(coords_to_rank({.tp = 1, .pp = 2, .dp = 1}, parallel), 11);
+}
+
+TEST(Layout, PipelineFirstOrderMatchesHandComputedRanks) {
+  // pp-tp-dp with tp 2, pp 3, dp 2: rank = pp + 3 * tp + 6 * dp.
+  const ParallelConfig parallel = grid({2, 3, 2}, "pp-tp-dp");
+  EXPECT_EQ(rank_to_coords(4, parallel), (GridCoords{.tp = 1, .pp = 1, .dp = 0}));
+  EXPECT_EQ(coords_to_rank({.tp = 1, .pp = 2, .dp = 1}, parallel), 11);
+  EXPECT_EQ(coords_to_rank({.tp = 0, .pp = 2, .dp = 1}, parallel), 8);
+}
+
+TEST(Layout, RejectsBadOrdersNamingTheKey) {
+  for (const std::string order : {"", "tp-dp", "tp-tp-pp", "tp-dp-pp-tp", "tp_dp_pp", "TP-dp-pp",
+                                   "tp-dp-pp-", "-tp-dp-pp", "tp-xp-pp"}) {
+    try {
+      parse_axis_order(order);
+      FAIL() << "accepted order \"" << order << "\"";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find("parallel.order"), std::string::npos) << error.what();
+      EXPECT_NE(std::string(error.what()).find("\"tp-dp-pp\""), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(Layout, RejectsRanksAndCoordinatesOutsideTheGrid) {
+  const ParallelConfig parallel = grid({2, 3, 2}, "tp-dp-pp");
+  EXPECT_THROW(rank_to_coords(-1, parallel), std::out_of_range);
+  EXPECT_THROW(rank_to_coords(12, parallel), std::out_of_range);
+  EXPECT_THROW(coords_to_rank({.tp = 2, .pp = 0, .dp = 0}, parallel), std::out_of_range);
+  EXPECT_THROW(coords_to_rank({.tp = 0, .pp = -1, .dp = 0}, parallel), std::out_of_range);
+}
+
+TEST(Layout, GroupsPartitionTheRanksAndVaryOnlyTheirAxis) {
+  for (const Shape& shape : kShapes) {
+    for (const std::string& order : kAllOrders) {
+      const ParallelConfig parallel = grid(shape, order);
+      for (Axis axis : {Axis::tp, Axis::pp, Axis::dp}) {
+        const auto groups = axis_groups(axis, parallel);
+        const int size = axis_size(axis, parallel);
+        EXPECT_EQ(static_cast<int>(groups.size()), parallel.world_size() / size);
+        std::vector<int> owner(parallel.world_size(), -1);
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          ASSERT_EQ(static_cast<int>(groups[g].size()), size);
+          const GridCoords base = rank_to_coords(groups[g].front(), parallel);
+          for (int index = 0; index < size; ++index) {
+            const int rank = groups[g][index];
+            ASSERT_EQ(owner[rank], -1) << "rank " << rank << " in two " << axis_name(axis) << " groups";
+            owner[rank] = static_cast<int>(g);
+            GridCoords expected = base;
+            if (axis == Axis::tp) expected.tp = index;
+            if (axis == Axis::pp) expected.pp = index;
+            if (axis == Axis::dp) expected.dp = index;
+            EXPECT_EQ(rank_to_coords(rank, parallel), expected) << order << " " << axis_name(axis);
+            EXPECT_EQ(axis_group(rank, axis, parallel), groups[g]);
+          }
+        }
+        for (int rank = 0; rank < parallel.world_size(); ++rank) EXPECT_NE(owner[rank], -1);
+        for (std::size_t g = 1; g < groups.size(); ++g) {
+          EXPECT_LT(groups[g - 1].front(), groups[g].front());
+        }
+      }
+    }
+  }
+}
+
+TEST(Layout, DefaultOrderTpGroupsAreContiguous) {
+  const ParallelConfig parallel = grid({4, 2, 3}, "tp-dp-pp");
+  EXPECT_EQ(axis_group(6, Axis::tp, parallel), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(axis_group(6, Axis::dp, parallel), (std::vector<int>{2, 6, 10}));
+  EXPECT_EQ(axis_group(6, Axis::pp, parallel), (std::vector<int>{6, 18}));
+}
+
+}  // namespace
+}  // namespace trident

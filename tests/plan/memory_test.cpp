@@ -1,0 +1,131 @@
+#include "plan/memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "plan/model_size.hpp"
+#include "plan/partition.hpp"
+#include "plan/pipeline_theory.hpp"
+
+namespace trident {
+namespace {
+
+// B 2, T 4, C 8, H 2, V 16, L 3: B*T = 8.
+ModelConfig tiny() {
+  ModelConfig model;
+  model.layers = 3;
+  model.d_model = 8;
+  model.heads = 2;
+  model.seq_len = 4;
+  model.vocab = 16;
+  return model;
+}
+constexpr int kB = 2;
+
+// Per layer, by hand: ln_1 64 + 16, qkv 192, probabilities 2*2*4*4 = 64, attention output 64,
+// residual 64, ln_2 64 + 16, fc 256, gelu 256, block output 64.
+constexpr std::int64_t kLayer = 80 + 192 + 64 + 64 + 64 + 80 + 256 + 256 + 64;
+constexpr std::int64_t kEmbedding = 64;
+// ln_f 64 + 16, probabilities 8*16, losses 8, targets 8.
+constexpr std::int64_t kHeadAndLoss = 80 + 128 + 8 + 8;
+
+TEST(Memory, LayerCountMatchesClosedForm) {
+  // B*T*(16C + 4) + B*H*T^2
+  EXPECT_EQ(kLayer, 8 * (16 * 8 + 4) + 2 * 2 * 16);
+  EXPECT_EQ(activation_floats_per_microbatch(tiny(), kB, 1, 1, false, false), kLayer);
+}
+
+TEST(Memory, ActivationsPerStageMatchHandCount) {
+  const ModelConfig model = tiny();
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true), 3648);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true),
+            kEmbedding + 3 * kLayer + kHeadAndLoss);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 2, true, false), kEmbedding + 2 * kLayer);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 2, 1, false, true), kLayer + kHeadAndLoss);
+}
+
+TEST(Memory, TensorParallelShareDividesHeadAndMlpTerms) {
+  const ModelConfig model = tiny();
+  // tp 2: ln_1 80, qkv 96, probabilities 2*1*16 = 32, attention output 32, residual 64, ln_2 80,
+  // fc 128, gelu 128, block output 64.
+  const std::int64_t layer = 80 + 96 + 32 + 32 + 64 + 80 + 128 + 128 + 64;
+  // ln_f 80, probabilities over 16/2 = 8 vocab rows: 64, losses 8, targets 8.
+  const std::int64_t head_and_loss = 80 + 64 + 8 + 8;
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true, 2),
+            kEmbedding + 3 * layer + head_and_loss);
+}
+
+TEST(Memory, ProbabilitiesCoverThePaddedVocabShard) {
+  ModelConfig model = tiny();
+  model.vocab = 15;  // tp 2 pads to 16: 8 rows per rank; tp 1 keeps 15
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 0, false, true, 1), 80 + 8 * 15 + 16);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 0, false, true, 2), 80 + 8 * 8 + 16);
+}
+
+TEST(Memory, RejectsLayersOutsideTheModel) {
+  EXPECT_THROW(activation_floats_per_microbatch(tiny(), kB, 2, 2, false, true), std::invalid_argument);
+  EXPECT_THROW(activation_floats_per_microbatch(tiny(), kB, -1, 1, true, false), std::invalid_argument);
+}
+
+TEST(PipelineTheory, InFlightMicrobatchesPerSchedule) {
+  ScheduleConfig gpipe;
+  gpipe.kind = "gpipe";
+  gpipe.microbatches = 8;
+  ScheduleConfig one_f_one_b;
+  one_f_one_b.kind = "1f1b";
+  one_f_one_b.microbatches = 8;
+  EXPECT_EQ(in_flight_microbatches(gpipe, 0, 1), 1);
+  EXPECT_EQ(in_flight_microbatches(one_f_one_b, 0, 1), 1);
+  for (int stage = 0; stage < 4; ++stage) {
+    EXPECT_EQ(in_flight_microbatches(gpipe, stage, 4), 8);
+    EXPECT_EQ(in_flight_microbatches(one_f_one_b, stage, 4), 4 - stage);
+  }
+  one_f_one_b.microbatches = 2;
+  EXPECT_EQ(in_flight_microbatches(one_f_one_b, 0, 4), 2);
+  EXPECT_EQ(in_flight_microbatches(one_f_one_b, 2, 4), 2);
+  EXPECT_EQ(in_flight_microbatches(one_f_one_b, 3, 4), 1);
+}
+
+TEST(PipelineTheory, BubbleFormula) {
+  EXPECT_DOUBLE_EQ(theoretical_bubble(4, 8), 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(theoretical_bubble(16, 64), 15.0 / 79.0);
+  EXPECT_DOUBLE_EQ(theoretical_bubble(1, 8), 0.0);
+}
+
+TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
+  Deck deck;
+  deck.model = tiny();
+  deck.schedule.micro_batch_size = kB;
+  deck.schedule.microbatches = 4;
+  const auto stages = partition_layers(deck.model, deck.parallel);
+  const RankMemory memory = rank_memory(deck, stages, 0);
+  const std::int64_t weights = 4 * total_params(deck.model);
+  EXPECT_EQ(memory.weight_bytes, weights);
+  EXPECT_EQ(memory.grad_bytes, weights);
+  EXPECT_EQ(memory.optimizer_bytes, 2 * weights);
+  EXPECT_EQ(memory.in_flight_microbatches, 1);
+  EXPECT_EQ(memory.activation_bytes(), 4 * 3648);
+  EXPECT_EQ(memory.total_bytes(), 4 * weights + 4 * 3648);
+}
+
+TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
+  Deck deck;
+  deck.model = tiny();
+  deck.parallel.pp = 3;
+  deck.schedule.kind = "1f1b";
+  deck.schedule.micro_batch_size = kB;
+  deck.schedule.microbatches = 8;
+  const auto stages = partition_layers(deck.model, deck.parallel);
+  const RankMemory first = rank_memory(deck, stages, 0);
+  const RankMemory last = rank_memory(deck, stages, 2);
+  EXPECT_EQ(first.in_flight_microbatches, 3);
+  EXPECT_EQ(first.activation_bytes(), 3 * 4 * (kEmbedding + kLayer));
+  EXPECT_EQ(last.in_flight_microbatches, 1);
+  EXPECT_EQ(last.activation_bytes(), 4 * (kLayer + kHeadAndLoss));
+  // The last stage stores the tied head's copy of wte: 16 x 8.
+  EXPECT_EQ(last.weight_bytes, 4 * (block_params(deck.model) + 2 * 8 + 16 * 8));
+}
+
+}  // namespace
+}  // namespace trident

@@ -1,0 +1,39 @@
+import os
+import subprocess
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "input_decks" / "tiny.toml"
+
+
+def _exe():
+    exe = os.environ.get("TRIDENT_EXE")
+    if not exe or not Path(exe).exists():
+        pytest.fail(f"TRIDENT_EXE is unset or missing ({exe!r}): run through ctest")
+    return exe
+
+
+@pytest.fixture
+def trident_run(tmp_path):
+    """Runs `mpirun -n RANKS trident run DECK --set ...` and returns (completed process, run dir)."""
+
+    def run(*overrides, ranks=1, deck=TINY, expect=0):
+        out = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", str(ranks), _exe(), "run", str(deck),
+               "--set", f"output.dir={out}"]
+        for o in overrides:
+            cmd += ["--set", o]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == expect, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+        return proc, out
+
+    return run
+
+
+def read_steps(run_dir):
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        return {name: np.asarray(f["steps"][name]) for name in f["steps"]}

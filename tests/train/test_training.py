@@ -1,0 +1,41 @@
+"""End-to-end training on one rank, judged from timeline.h5 (never from printed text)."""
+import numpy as np
+
+from conftest import read_steps
+
+
+def test_synthetic_loss_falls_30_percent_in_200_steps(trident_run):
+    _, run_dir = trident_run("train.steps=200")
+    steps = read_steps(run_dir)
+    assert list(steps["step"]) == list(range(1, 201))
+    loss = steps["loss"]
+    assert np.all(np.isfinite(loss))
+    first, last = loss[0], loss[-5:].mean()
+    assert last <= 0.7 * first, f"loss {first:.4f} -> {last:.4f}: fell by less than 30%"
+
+
+def test_same_seed_gives_bitwise_identical_losses(trident_run):
+    _, a = trident_run("train.steps=15", "train.seed=7")
+    _, b = trident_run("train.steps=15", "train.seed=7")
+    _, c = trident_run("train.steps=15", "train.seed=8")
+    loss_a, loss_b, loss_c = (read_steps(d)["loss"] for d in (a, b, c))
+    assert loss_a.tobytes() == loss_b.tobytes()
+    assert not np.array_equal(loss_a, loss_c), "another seed must give other losses"
+
+
+def test_steps_table_and_run_directory(trident_run):
+    proc, run_dir = trident_run("train.steps=3", "output.log_every=1")
+    steps = read_steps(run_dir)
+    for column in ("step", "loss", "lr", "grad_norm", "step_time_s", "tokens_per_s", "peak_activation_bytes"):
+        assert len(steps[column]) == 3, column
+    assert np.all(steps["step_time_s"] > 0)
+    assert np.all(steps["peak_activation_bytes"] > 0)
+    assert (run_dir / "deck.toml").read_text().startswith("#") or "[model]" in (run_dir / "deck.toml").read_text()
+    assert "output.dir" in (run_dir / "deck.toml").read_text(), "the copy records the --set overrides"
+    assert "step 3/3" in proc.stdout
+
+
+def test_world_size_mismatch_exits_2_on_every_rank_with_one_message(trident_run):
+    proc, _ = trident_run("train.steps=1", ranks=2, expect=2)
+    assert proc.stderr.count("trident: error:") == 1, proc.stderr
+    assert "parallel.tp" in proc.stderr and "2 ranks" in proc.stderr

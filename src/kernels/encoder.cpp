@@ -5,6 +5,14 @@
 
 namespace trident {
 
+bool tokens_in_range(const int* tokens, long n, int vocab) {
+  long invalid = 0;
+  Kokkos::parallel_reduce(
+      "tokens_in_range", Kokkos::RangePolicy<ExecSpace>(0, n),
+      KOKKOS_LAMBDA(long i, long& count) { count += tokens[i] < 0 || tokens[i] >= vocab; }, invalid);
+  return invalid == 0;
+}
+
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
   Kokkos::parallel_for("encoder_forward", Kokkos::RangePolicy<ExecSpace>(0, B * T), KOKKOS_LAMBDA(int bt) {
     const float* token_row = wte + static_cast<long>(tokens[bt]) * C;

@@ -127,6 +127,8 @@ double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& ta
   if (inputs.extent(0) != static_cast<std::size_t>(BT) || targets.extent(0) != static_cast<std::size_t>(BT))
     throw std::invalid_argument("Gpt::forward: inputs and targets must hold micro_batch_size × seq_len = " +
                                 std::to_string(BT) + " tokens");
+  if (!tokens_in_range(inputs.data(), BT, V) || !tokens_in_range(targets.data(), BT, V))
+    throw std::invalid_argument("Gpt::forward: token ids must lie in [0, vocab = " + std::to_string(V) + ")");
   const ModelTensors& p = impl_->weights;
   Activations& a = impl_->arena.acquire(microbatch);
   Kokkos::deep_copy(a.tokens, inputs);

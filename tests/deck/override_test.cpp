@@ -7,11 +7,11 @@ namespace trident::testing {
 namespace {
 
 TEST(DeckOverride, ValuesAreParsedAsToml) {
-  const Deck deck = parse(kMinimalDeck, {"train.lr=3e-4", "schedule.microbatches=8", "model.tie_embeddings=false",
+  const Deck deck = parse(kMinimalDeck, {"train.lr=3e-4", "schedule.microbatches=8", "model.tie_embeddings=true",
                                          "parallel.pp=2", "parallel.stage_layers=[1, 3]", "output.dir=\"runs/x\""});
   EXPECT_DOUBLE_EQ(deck.train.lr, 3e-4);
   EXPECT_EQ(deck.schedule.microbatches, 8);
-  EXPECT_FALSE(deck.model.tie_embeddings);
+  EXPECT_TRUE(deck.model.tie_embeddings);
   EXPECT_EQ(deck.parallel.stage_layers, (std::vector<int>{1, 3}));
   EXPECT_EQ(deck.output.dir, "runs/x");
 }

@@ -54,7 +54,7 @@ d_model = 96
 heads = 6
 seq_len = 32
 vocab = 50257
-tie_embeddings = false
+tie_embeddings = true
 
 [parallel]
 tp = 3
@@ -102,7 +102,7 @@ log_every = 6
   EXPECT_EQ(deck.model.heads, 6);
   EXPECT_EQ(deck.model.seq_len, 32);
   EXPECT_EQ(deck.model.vocab, 50257);
-  EXPECT_FALSE(deck.model.tie_embeddings);
+  EXPECT_TRUE(deck.model.tie_embeddings);
   EXPECT_EQ(deck.parallel.tp, 3);
   EXPECT_EQ(deck.parallel.pp, 2);
   EXPECT_EQ(deck.parallel.dp, 5);

@@ -86,6 +86,7 @@ const BadDeckCase kBadDecks[] = {
     {"HeadsNegative", {}, {"model", "heads = -4"}, "at least 1"},
     {"SeqLenZero", {}, {"model", "seq_len = 0"}, "at least 1"},
     {"VocabOne", {}, {"model", "vocab = 1"}, "at least 2"},
+    {"UntiedHead", {}, {"model", "tie_embeddings = false"}, "not supported"},
     {"HeadsDoNotDivideDModel", {}, {"model", "heads = 5"}, "1, 2, 4, 8, 16, 32, 64"},
     // parallel
     {"TpZero", {}, {"parallel", "tp = 0"}, "at least 1"},

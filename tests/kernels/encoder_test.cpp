@@ -3,14 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "gradient_check.hpp"
+#include "kernels/column_blocks.hpp"
 
 namespace trident {
 namespace {
 
 using namespace testing;
 
-// C = 70 spans a full column block and a partial one; tokens repeat within and across sequences.
-constexpr int B = 2, T = 4, C = 70, V = 7;
+// C spans a full column block and a partial one; tokens repeat within and across sequences.
+constexpr int B = 2, T = 4, C = kColumnBlock + 14, V = 7;
 const std::vector<int> kTokens = {1, 3, 1, 6, 3, 3, 0, 1};
 
 TEST(Encoder, ForwardAddsTokenAndPositionRows) {
@@ -20,6 +21,12 @@ TEST(Encoder, ForwardAddsTokenAndPositionRows) {
   for (int bt = 0; bt < B * T; ++bt)
     for (int c = 0; c < C; ++c)
       EXPECT_EQ(hout[bt * C + c], hte[kTokens[bt] * C + c] + hpe[(bt % T) * C + c]);
+}
+
+TEST(Encoder, TokensInRangeRejectsNegativeAndTooLargeIds) {
+  EXPECT_TRUE(tokens_in_range(int_buffer(kTokens).data(), B * T, V));
+  EXPECT_FALSE(tokens_in_range(int_buffer({0, 7}).data(), 2, V));
+  EXPECT_FALSE(tokens_in_range(int_buffer({-1, 2}).data(), 2, V));
 }
 
 TEST(Encoder, BackwardAccumulatesFiniteDifferenceGradients) {

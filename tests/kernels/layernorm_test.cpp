@@ -3,13 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "gradient_check.hpp"
+#include "kernels/column_blocks.hpp"
 
 namespace trident {
 namespace {
 
 using namespace testing;
 
-constexpr int rows = 6, C = 70;
+constexpr int rows = 6, C = kColumnBlock + 14;  // a full column block and a partial one
 
 struct LayerNormCase {
   FloatBuffer x = random_buffer(rows * C, 1, 2.0f, 0.5f);  // non-zero mean and non-unit spread

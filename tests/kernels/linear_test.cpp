@@ -3,13 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "gradient_check.hpp"
+#include "kernels/column_blocks.hpp"
 
 namespace trident {
 namespace {
 
 using namespace testing;
 
-constexpr int rows = 5, in = 7, out = 70;
+constexpr int rows = 5, in = 7, out = kColumnBlock + 14;  // bias gradient: a full column block and a partial one
 
 struct LinearCase {
   FloatBuffer x = random_buffer(rows * in, 1), w = random_buffer(in * out, 2), bias = random_buffer(out, 3);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "model_test_support.hpp"
 
@@ -28,6 +29,19 @@ TEST(GptGradient, InitialLossIsLogVocab) {
   Gpt model(cfg, B, 7);
   const double loss = model.forward(0, random_tokens(BT, cfg.vocab, 1), random_tokens(BT, cfg.vocab, 2));
   EXPECT_NEAR(loss / BT, std::log(double(cfg.vocab)), 0.1);
+}
+
+TEST(GptGradient, ForwardRejectsBadTokenBuffers) {
+  const ModelConfig cfg = tiny_config();
+  const int B = 2, BT = B * cfg.seq_len;
+  Gpt model(cfg, B, 7);
+  const IntBuffer good = random_tokens(BT, cfg.vocab, 1);
+  std::vector<int> ids(BT, 1);
+  ids[5] = cfg.vocab;
+  EXPECT_THROW(model.forward(0, int_buffer(ids), good), std::invalid_argument);
+  EXPECT_THROW(model.forward(0, good, int_buffer(ids)), std::invalid_argument);
+  EXPECT_THROW(model.forward(0, random_tokens(BT - 1, cfg.vocab, 1), good), std::invalid_argument);
+  EXPECT_EQ(model.activation_bytes(), 0u);  // a rejected micro-batch holds no stash
 }
 
 TEST(GptGradient, EveryParameterMatchesFiniteDifferences) {

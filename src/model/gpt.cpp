@@ -155,13 +155,21 @@ double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& ta
   return softmax_cross_entropy(a.probs, a.losses, targets.data(), BT, V);
 }
 
-void Gpt::backward(int microbatch, float loss_scale) {
+void Gpt::backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready) {
   const int B = impl_->B, T = impl_->cfg.seq_len, C = impl_->cfg.d_model, H = impl_->cfg.heads;
   const int V = impl_->cfg.vocab, BT = B * T, L = impl_->cfg.layers;
   const ModelTensors& p = impl_->weights;
   const ModelTensors& g = impl_->grads;
   Activations& a = impl_->arena.stash(microbatch);
   Workspace& ws = impl_->ws;
+  const ParamStore& params = impl_->params;
+  // Reports the tensors from `first` to `last` (inclusive, contiguous in the store) as final.
+  auto report_ready = [&](const std::string& first, const std::string& last) {
+    if (!grads_ready) return;
+    const ParamTensor& begin = params.find(first);
+    const ParamTensor& end = params.find(last);
+    grads_ready(begin.offset, end.offset + end.size - begin.offset);
+  };
   float* dresidual = ws.dresidual.data();
   float* dln = ws.dln.data();
   const float* last_residual = L > 0 ? a.layers[L - 1].residual3 : a.encoded;
@@ -172,6 +180,7 @@ void Gpt::backward(int microbatch, float loss_scale) {
   Kokkos::deep_copy(ws.dresidual, 0.0f);
   layernorm_backward(dresidual, g.ln_f_weight, g.ln_f_bias, dln, last_residual, a.lnf_mean, a.lnf_rstd,
                      p.ln_f_weight, BT, C);
+  report_ready("ln_f.weight", "ln_f.bias");
   for (int l = L - 1; l >= 0; --l) {
     const BlockTensors& w = p.h[l];
     const BlockTensors& dw = g.h[l];
@@ -193,8 +202,11 @@ void Gpt::backward(int microbatch, float loss_scale) {
     linear_backward_weight(dw.c_attn_weight, dw.c_attn_bias, x.ln1, ws.dqkv.data(), BT, C, 3 * C);
     layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln, residual, x.ln1_mean, x.ln1_rstd,
                        w.ln_1_weight, BT, C);
+    const std::string h = "h." + std::to_string(l) + ".";
+    report_ready(h + "ln_1.weight", h + "mlp.c_proj.bias");
   }
   encoder_backward(g.wte, g.wpe, dresidual, a.tokens.data(), B, T, C);
+  report_ready("wte.weight", "wpe.weight");
   impl_->arena.release(microbatch);
 }
 

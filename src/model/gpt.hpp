@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "deck/config.hpp"
@@ -28,7 +29,12 @@ class Gpt {
   // params().grads the gradient of  loss_scale × (that sum) and frees the stash; with
   // loss_scale = 1 / (tokens in the global batch) a step's gradients are those of the mean loss.
   double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets);
-  void backward(int microbatch, float loss_scale);
+  // grads_ready, when given, is called during backward each time a contiguous range
+  // [offset, offset + count) of params().grads has received this micro-batch's last contribution
+  // (ln_f, then the blocks from last to first, then the embeddings): data parallelism starts
+  // reducing those gradients while backward goes on.
+  using GradsReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
+  void backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready = {});
 
   void zero_grads();
 

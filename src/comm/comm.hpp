@@ -1,0 +1,49 @@
+// The one communication interface the model, the executor and the optimizer talk to: a group of
+// ranks along one axis of the grid (tp, pp, dp or the embedding group). Buffers are device
+// buffers (host memory on the CPU build). The MPI implementation is mpi_comm.hpp; a GPU build adds
+// an NCCL one behind the same interface. A group of one rank (LocalComm) turns every collective
+// into a no-op, so single-rank code runs the same calls as the parallel code.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace trident {
+
+// A non-blocking operation in flight. wait() blocks until it completes; test() only advances it
+// (MPI needs such calls for progress while compute runs) and says whether it completed.
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  virtual void wait() = 0;
+  virtual bool test() = 0;
+};
+
+using CommRequestPtr = std::unique_ptr<CommRequest>;
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+
+  virtual int rank() const = 0;  // this rank's index in the group (its coordinate on the axis)
+  virtual int size() const = 0;
+
+  // Sums over the group, in place.
+  virtual void all_reduce_sum(float* data, std::size_t count) = 0;
+  virtual double all_reduce_sum(double value) = 0;
+  virtual CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) = 0;
+  // recv[r·count + i] = send_of_rank_r[i]  (recv holds size()·count).
+  virtual void all_gather(const float* send, float* recv, std::size_t count) = 0;
+  // recv[i] = Σ_r send_of_rank_r[rank()·count + i]  (send holds size()·count).
+  virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count) = 0;
+  virtual CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) = 0;
+  virtual void broadcast(float* data, std::size_t count, int root) = 0;
+  // Point to point with the rank of index `peer` in this group; tags tell messages apart.
+  virtual CommRequestPtr send_async(const float* data, std::size_t count, int peer, int tag) = 0;
+  virtual CommRequestPtr recv_async(float* data, std::size_t count, int peer, int tag) = 0;
+};
+
+// The group of this rank alone.
+std::unique_ptr<Comm> make_local_comm();
+
+}  // namespace trident

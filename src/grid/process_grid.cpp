@@ -1,0 +1,71 @@
+#include "grid/process_grid.hpp"
+
+#include <cstdio>
+#include <vector>
+
+#include "comm/mpi_comm.hpp"
+
+namespace trident {
+
+namespace {
+
+// The group of `world_rank` along `axis`: split by the group's first member, ordered by coordinate.
+std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const ParallelConfig& config) {
+  const std::vector<int> group = axis_group(world_rank, axis, config);
+  if (group.size() == 1) return make_local_comm();
+  MPI_Comm split = MPI_COMM_NULL;
+  MPI_Comm_split(world, group.front(), coordinate(rank_to_coords(world_rank, config), axis), &split);
+  auto comm = make_mpi_comm(split);
+  MPI_Comm_free(&split);
+  return comm;
+}
+
+std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
+  const ParallelConfig& config = grid.config;
+  if (config.pp == 1) return make_local_comm();
+  // Every rank takes part in the split (it is collective); middle stages opt out.
+  const bool member = grid.first_stage() || grid.last_stage();
+  const int color = member ? grid.coords.tp + config.tp * grid.coords.dp : MPI_UNDEFINED;
+  MPI_Comm split = MPI_COMM_NULL;
+  MPI_Comm_split(world, color, grid.coords.pp, &split);
+  if (!member) return make_local_comm();
+  auto comm = make_mpi_comm(split);
+  MPI_Comm_free(&split);
+  return comm;
+}
+
+}  // namespace
+
+ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config) {
+  ProcessGrid grid;
+  grid.config = config;
+  MPI_Comm_rank(world, &grid.world_rank);
+  MPI_Comm_size(world, &grid.world_size);
+  grid.coords = rank_to_coords(grid.world_rank, config);
+  // Same call order on every rank: MPI_Comm_split is collective over `world`.
+  grid.tp = axis_comm(world, grid.world_rank, Axis::tp, config);
+  grid.pp = axis_comm(world, grid.world_rank, Axis::pp, config);
+  grid.dp = axis_comm(world, grid.world_rank, Axis::dp, config);
+  grid.embedding = embedding_comm(world, grid);
+  return grid;
+}
+
+std::string describe_rank_layout(MPI_Comm world, const ProcessGrid& grid) {
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(host, &length);
+  std::vector<char> hosts(grid.world_rank == 0 ? grid.world_size * MPI_MAX_PROCESSOR_NAME : 0);
+  MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, world);
+  if (grid.world_rank != 0) return {};
+  std::string text = "  rank  host                  tp  pp  dp\n";
+  for (int rank = 0; rank < grid.world_size; ++rank) {
+    const GridCoords c = rank_to_coords(rank, grid.config);
+    char line[160];
+    std::snprintf(line, sizeof line, "  %4d  %-20s %3d %3d %3d\n", rank, &hosts[rank * MPI_MAX_PROCESSOR_NAME], c.tp,
+                  c.pp, c.dp);
+    text += line;
+  }
+  return text;
+}
+
+}  // namespace trident

@@ -1,0 +1,39 @@
+// This rank's place in the TP × PP × DP grid and one communication group per axis, named as in
+// Megatron-Core's parallel_state. Built once at start-up from the pure layout in plan/layout.hpp.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "comm/comm.hpp"
+#include "deck/config.hpp"
+#include "plan/layout.hpp"
+
+namespace trident {
+
+struct ProcessGrid {
+  ParallelConfig config;
+  int world_rank = 0;
+  int world_size = 1;
+  GridCoords coords;
+
+  std::unique_ptr<Comm> tp;  // ranks sharing this rank's layers, each holding a slice of them
+  std::unique_ptr<Comm> pp;  // the pipeline: one rank per stage
+  std::unique_ptr<Comm> dp;  // replicas of this rank's shard
+  // First and last pipeline stage with this rank's tp and dp coordinates: they hold the two copies
+  // of the tied wte whose gradients are summed. A group of one when pp = 1 or on middle stages.
+  std::unique_ptr<Comm> embedding;
+
+  bool first_stage() const { return coords.pp == 0; }
+  bool last_stage() const { return coords.pp == config.pp - 1; }
+};
+
+// Collective over `world`, whose size must be config.world_size() (checked by the caller).
+ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config);
+
+// Every rank's host and coordinates, one line per rank; collective, the text is complete on rank 0.
+std::string describe_rank_layout(MPI_Comm world, const ProcessGrid& grid);
+
+}  // namespace trident

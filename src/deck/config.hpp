@@ -25,6 +25,8 @@ struct ParallelConfig {
   int dp = 1;
   std::string order = "tp-dp-pp";  // fastest-varying axis first
   std::vector<int> stage_layers;   // empty = uniform partition
+  int zero = 0;                    // 1 = ZeRO-1: AdamW state sharded across the dp group
+  double bucket_mb = 25.0;         // data-parallel gradient all-reduce bucket size (MiB)
 
   int world_size() const { return tp * pp * dp; }
 };

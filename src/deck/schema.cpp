@@ -79,9 +79,9 @@ const std::string& read_string(const toml::node& node, const KeySite& site) {
 
 template <class Section, class Int>
 KeySpec integer(std::string section, std::string name, Section Deck::*part, Int Section::*field,
-                std::int64_t min) {
+                std::int64_t min, std::int64_t max = largest<Int>()) {
   return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
-            (deck.*part).*field = static_cast<Int>(read_integer(node, site, min, largest<Int>()));
+            (deck.*part).*field = static_cast<Int>(read_integer(node, site, min, max));
           }};
 }
 
@@ -184,6 +184,8 @@ const std::vector<KeySpec>& deck_keys() {
       choice("parallel", "order", &Deck::parallel, &ParallelConfig::order,
              {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}),
       integer_list("parallel", "stage_layers", &Deck::parallel, &ParallelConfig::stage_layers, 1),
+      integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
+      real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
 
       choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind,
              {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"}),

@@ -21,6 +21,7 @@ const StepField kStepFields[] = {
     {"tokens_per_s", &StepRecord::tokens_per_s},
     {"bubble", &StepRecord::bubble},
     {"achieved_gflops", &StepRecord::achieved_gflops},
+    {"dp_exposed_s", &StepRecord::dp_exposed_s},
     {"mfu", &StepRecord::mfu},
     {"peak_activation_bytes", &StepRecord::peak_activation_bytes},
 };

@@ -23,6 +23,7 @@ struct StepRecord {
   double bubble = 0;           // pipeline idle fraction of the step (0 on one rank)
   double achieved_gflops = 0;
   double mfu = 0;              // achieved / measured GEMM peak
+  double dp_exposed_s = 0;     // data-parallel communication not hidden behind backward
   std::int64_t peak_activation_bytes = 0;
 };
 

@@ -9,4 +9,20 @@ namespace trident {
 // logits[r] is overwritten with softmax(logits[r]) − onehot(targets[r]). Returns Σ losses.
 double softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V);
 
+// The same over a vocabulary split into shards (vocab-parallel cross-entropy, Megatron style):
+// each shard holds, per row, the logits of `columns` consecutive vocab ids starting at `first`
+// (row stride ld). Two passes, with an exchange of per-row statistics between them:
+//
+// softmax_shard_statistics: per row, stats[r] = m = the largest logit, stats[rows + r] = Σ exp(logit − m),
+// stats[2·rows + r] = the target's logit if this shard holds it, else 0; logits become exp(logit − m).
+// A shard without columns gives m = −FLT_MAX and sum 0, so it drops out of the combination.
+void softmax_shard_statistics(float* logits, float* stats, const int* targets, int rows, int columns, int ld, int first);
+
+// all_stats: the stats of all `shards` shards, one after the other ([shards][3][rows]). Combines them
+// into each row's global max M and sum S = Σ_s sum_s · exp(m_s − M), writes losses[r] = log S + M −
+// (target's logit), and turns this shard's exponentials into softmax − onehot(target). Returns Σ
+// losses, the same on every shard.
+double softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
+                            const int* targets, int rows, int columns, int ld, int first);
+
 }  // namespace trident

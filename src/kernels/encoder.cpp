@@ -13,27 +13,39 @@ bool tokens_in_range(const int* tokens, long n, int vocab) {
   return invalid == 0;
 }
 
-void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+namespace {
+
+// Row of wte (or of its gradient) holding `token`, or null when the token is outside the rows held.
+template <class Float>
+KOKKOS_INLINE_FUNCTION Float* token_row(Float* wte, int token, int vocab_first, int vocab_rows, int C) {
+  const int row = token - vocab_first;
+  return row >= 0 && row < vocab_rows ? wte + static_cast<long>(row) * C : nullptr;
+}
+
+}  // namespace
+
+void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_first, int vocab_rows,
+                     const float* wpe, int B, int T, int C) {
   Kokkos::parallel_for("encoder_forward", Kokkos::RangePolicy<ExecSpace>(0, B * T), KOKKOS_LAMBDA(int bt) {
-    const float* token_row = wte + static_cast<long>(tokens[bt]) * C;
-    const float* position_row = wpe + static_cast<long>(bt % T) * C;
+    const float* token = token_row(wte, tokens[bt], vocab_first, vocab_rows, C);
+    const float* position = wpe ? wpe + static_cast<long>(bt % T) * C : nullptr;
     float* out_row = out + static_cast<long>(bt) * C;
-    for (int c = 0; c < C; ++c) out_row[c] = token_row[c] + position_row[c];
+    for (int c = 0; c < C; ++c) out_row[c] = (token ? token[c] : 0.0f) + (position ? position[c] : 0.0f);
   });
 }
 
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_first,
+                      int vocab_rows, int B, int T, int C) {
   // A token may repeat within the batch, so rows of dwte cannot be split across iterations;
   // columns can.
   for_each_column_block(C, "encoder_backward", KOKKOS_LAMBDA(int first, int end) {
     for (int bt = 0; bt < B * T; ++bt) {
       const float* d = dout + static_cast<long>(bt) * C;
-      float* token_grad = dwte + static_cast<long>(tokens[bt]) * C;
+      float* token_grad = token_row(dwte, tokens[bt], vocab_first, vocab_rows, C);
       float* position_grad = dwpe + static_cast<long>(bt % T) * C;
-      for (int c = first; c < end; ++c) {
-        token_grad[c] += d[c];
-        position_grad[c] += d[c];
-      }
+      if (token_grad)
+        for (int c = first; c < end; ++c) token_grad[c] += d[c];
+      for (int c = first; c < end; ++c) position_grad[c] += d[c];
     }
   });
 }

@@ -6,10 +6,17 @@ namespace trident {
 // Whether every one of the n token ids lies in [0, vocab): the embedding and the loss index with them.
 bool tokens_in_range(const int* tokens, long n, int vocab);
 
-// out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]   (out [B, T, C], wte [V, C], wpe [T_max, C])
-void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
+// wte holds the embeddings of vocab ids [vocab_first, vocab_first + vocab_rows) (all of them, or
+// one tensor-parallel rank's rows): a token outside that range contributes 0, so the sum over the
+// TP group of every rank's output is the full embedding.
+//
+// out[b, t, :] = wte[tokens[b, t] − vocab_first, :] + wpe[t, :]   (out [B, T, C], wte [vocab_rows, C],
+// wpe [T_max, C]); wpe may be null (no position term), so that one rank of a TP group adds it.
+void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_first, int vocab_rows,
+                     const float* wpe, int B, int T, int C);
 
-// dwte[tokens[b, t], :] += dout[b, t, :];  dwpe[t, :] += dout[b, t, :]
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
+// dwte[tokens[b, t] − vocab_first, :] += dout[b, t, :] for the tokens held;  dwpe[t, :] += dout[b, t, :]
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_first,
+                      int vocab_rows, int B, int T, int C);
 
 }  // namespace trident

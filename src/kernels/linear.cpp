@@ -29,8 +29,8 @@ void accumulate_column_sums(float* sums, const float* a, int rows, int columns) 
 void linear_forward(float* y, const float* x, const float* w, const float* bias, int rows, int in, int out) {
   // BLAS clears C before accumulating into it when beta = 0; filling C with the bias instead and
   // accumulating with beta = 1 makes the bias free.
-  fill_rows_with_bias(y, bias, rows, out);
-  gemm(false, false, rows, out, in, 1.0f, x, in, w, out, 1.0f, y, out);
+  if (bias) fill_rows_with_bias(y, bias, rows, out);
+  gemm(false, false, rows, out, in, 1.0f, x, in, w, out, bias ? 1.0f : 0.0f, y, out);
 }
 
 void linear_backward_input(float* dx, const float* dy, const float* w, int rows, int in, int out) {

@@ -5,7 +5,8 @@
 
 namespace trident {
 
-// y[rows, out] = x[rows, in] · w[in, out] + bias[out]
+// y[rows, out] = x[rows, in] · w[in, out] + bias[out]; a null bias adds none (the ranks of a
+// row-parallel layer but one, whose partial sums are then added up).
 void linear_forward(float* y, const float* x, const float* w, const float* bias, int rows, int in, int out);
 
 // dx[rows, in] = dy[rows, out] · wᵀ   (overwrites dx)

@@ -4,16 +4,18 @@
 
 namespace trident {
 
-void tied_head_forward(float* logits, const float* x, const float* wte, int rows, int C, int V) {
-  gemm(false, true, rows, V, C, 1.0f, x, C, wte, C, 0.0f, logits, V);
+void tied_head_forward(float* logits, const float* x, const float* wte, int rows, int C, int V, int ld) {
+  gemm(false, true, rows, V, C, 1.0f, x, C, wte, C, 0.0f, logits, ld);
 }
 
-void tied_head_backward_input(float* dx, const float* dlogits, const float* wte, float scale, int rows, int C, int V) {
-  gemm(false, false, rows, C, V, scale, dlogits, V, wte, C, 0.0f, dx, C);
+void tied_head_backward_input(float* dx, const float* dlogits, const float* wte, float scale, int rows, int C, int V,
+                              int ld) {
+  gemm(false, false, rows, C, V, scale, dlogits, ld, wte, C, 0.0f, dx, C);
 }
 
-void tied_head_backward_weight(float* dwte, const float* dlogits, const float* x, float scale, int rows, int C, int V) {
-  gemm(true, false, V, C, rows, scale, dlogits, V, x, C, 1.0f, dwte, C);
+void tied_head_backward_weight(float* dwte, const float* dlogits, const float* x, float scale, int rows, int C, int V,
+                               int ld) {
+  gemm(true, false, V, C, rows, scale, dlogits, ld, x, C, 1.0f, dwte, C);
 }
 
 }  // namespace trident

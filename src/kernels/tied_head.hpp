@@ -1,17 +1,21 @@
 // The language-model head tied to the token embedding: logits = x · wteᵀ, no bias.
 // Split like linear.hpp into input and weight gradients; both take the loss scale, applied
 // through gemm's alpha so that no pass over the [rows, V] gradient is needed to scale it.
+// The logits have a row stride ld ≥ V, so that a vocab-parallel rank computes only its real vocab
+// ids' columns of a row padded to its share of the padded vocabulary.
 #pragma once
 
 namespace trident {
 
 // logits[rows, V] = x[rows, C] · wte[V, C]ᵀ
-void tied_head_forward(float* logits, const float* x, const float* wte, int rows, int C, int V);
+void tied_head_forward(float* logits, const float* x, const float* wte, int rows, int C, int V, int ld);
 
 // dx[rows, C] = scale · dlogits · wte   (overwrites dx)
-void tied_head_backward_input(float* dx, const float* dlogits, const float* wte, float scale, int rows, int C, int V);
+void tied_head_backward_input(float* dx, const float* dlogits, const float* wte, float scale, int rows, int C, int V,
+                              int ld);
 
 // dwte[V, C] += scale · dlogitsᵀ · x
-void tied_head_backward_weight(float* dwte, const float* dlogits, const float* x, float scale, int rows, int C, int V);
+void tied_head_backward_weight(float* dwte, const float* dlogits, const float* x, float scale, int rows, int C, int V,
+                               int ld);
 
 }  // namespace trident

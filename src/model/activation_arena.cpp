@@ -4,15 +4,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/tp_shape.hpp"
+
 namespace trident {
 
 namespace {
 
 // Carves the stash tensors out of `base` in order; returns the number of floats used. With a null
 // base it only counts, so the size and the layout come from the same list.
-std::size_t carve(float* base, const ModelConfig& cfg, int B, Activations& a) {
-  const std::size_t T = cfg.seq_len, C = cfg.d_model, H = cfg.heads, V = cfg.vocab;
-  const std::size_t BT = B * T;
+std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, Activations& a) {
+  const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
+  const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
+  const std::size_t H = local.heads, attn = local.attn_width, mlp = local.mlp_width, V = local.vocab_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {
     float* p = base ? base + used : nullptr;
@@ -25,15 +28,15 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, Activations& a) {
     l.ln1 = take(BT * C);
     l.ln1_mean = take(BT);
     l.ln1_rstd = take(BT);
-    l.qkv = take(3 * BT * C);
+    l.qkv = take(3 * BT * attn);
     l.att = take(B * H * T * T);
-    l.atty = take(BT * C);
+    l.atty = take(BT * attn);
     l.residual2 = take(BT * C);
     l.ln2 = take(BT * C);
     l.ln2_mean = take(BT);
     l.ln2_rstd = take(BT);
-    l.fch = take(4 * BT * C);
-    l.fch_gelu = take(4 * BT * C);
+    l.fch = take(BT * mlp);
+    l.fch_gelu = take(BT * mlp);
     l.residual3 = take(BT * C);
   }
   a.lnf = take(BT * C);
@@ -44,9 +47,9 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, Activations& a) {
   return used;
 }
 
-std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size) {
+std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size) {
   Activations layout;
-  return carve(nullptr, cfg, micro_batch_size, layout);
+  return carve(nullptr, cfg, micro_batch_size, tp_size, layout);
 }
 
 std::size_t token_count(const ModelConfig& cfg, int micro_batch_size) {
@@ -55,20 +58,21 @@ std::size_t token_count(const ModelConfig& cfg, int micro_batch_size) {
 
 }  // namespace
 
-std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size) {
-  return stash_floats(cfg, micro_batch_size) * sizeof(float) + token_count(cfg, micro_batch_size) * sizeof(int);
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size) {
+  return stash_floats(cfg, micro_batch_size, tp_size) * sizeof(float) + token_count(cfg, micro_batch_size) * sizeof(int);
 }
 
-ActivationArena::ActivationArena(const ModelConfig& cfg, int micro_batch_size)
+ActivationArena::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size)
     : cfg_(cfg),
       micro_batch_size_(micro_batch_size),
-      slot_floats_(stash_floats(cfg, micro_batch_size)),
-      slot_bytes_(stash_bytes(cfg, micro_batch_size)) {}
+      tp_size_(tp_size),
+      slot_floats_(stash_floats(cfg, micro_batch_size, tp_size)),
+      slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size)) {}
 
 ActivationArena::Slot ActivationArena::make_slot() const {
   Slot slot;
   slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
-  carve(slot.floats.data(), cfg_, micro_batch_size_, slot.activations);
+  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, slot.activations);
   slot.activations.tokens = IntBuffer("activation_tokens", token_count(cfg_, micro_batch_size_));
   return slot;
 }

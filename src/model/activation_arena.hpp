@@ -18,15 +18,15 @@ struct LayerActivations {
   float* ln1;        // [B, T, C]   ln_1 output
   float* ln1_mean;   // [B, T]
   float* ln1_rstd;   // [B, T]
-  float* qkv;        // [B, T, 3C]
-  float* att;        // [B, H, T, T] attention probabilities
-  float* atty;       // [B, T, C]   attention output, before c_proj
+  float* qkv;        // [B, T, 3C/tp]      this TP rank's heads of q, k and v
+  float* att;        // [B, H/tp, T, T]    attention probabilities
+  float* atty;       // [B, T, C/tp]       attention output, before c_proj
   float* residual2;  // [B, T, C]   residual stream after attention
   float* ln2;        // [B, T, C]
   float* ln2_mean;   // [B, T]
   float* ln2_rstd;   // [B, T]
-  float* fch;        // [B, T, 4C]  c_fc output, before GELU
-  float* fch_gelu;   // [B, T, 4C]
+  float* fch;        // [B, T, 4C/tp] c_fc output, before GELU
+  float* fch_gelu;   // [B, T, 4C/tp]
   float* residual3;  // [B, T, C]   block output
 };
 
@@ -36,17 +36,18 @@ struct Activations {
   float* lnf;       // [B, T, C]
   float* lnf_mean;  // [B, T]
   float* lnf_rstd;  // [B, T]
-  float* probs;     // [B, T, V] logits, then softmax − onehot(target) (see kernels/cross_entropy.hpp)
+  float* probs;     // [B, T, ⌈V/tp⌉] this TP rank's logits, then softmax − onehot(target)
+                    // (see kernels/cross_entropy.hpp); padding columns are never written
   float* losses;    // [B, T]
   IntBuffer tokens;  // [B, T] input tokens (int32), for the embedding's backward pass
 };
 
-// Bytes of one micro-batch's stash.
-std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size);
+// Bytes of one micro-batch's stash on each rank of a TP group of tp_size.
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size = 1);
 
 class ActivationArena {
  public:
-  ActivationArena(const ModelConfig& cfg, int micro_batch_size);
+  ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size);
 
   // The stash for `microbatch`, which must not be in flight yet. A free slot is reused; memory is
   // allocated only when every slot is in use, so a steady state of micro-batches allocates nothing.
@@ -71,6 +72,7 @@ class ActivationArena {
 
   ModelConfig cfg_;
   int micro_batch_size_;
+  int tp_size_;
   std::size_t slot_floats_;
   std::size_t slot_bytes_;
   std::deque<Slot> slots_;  // a deque keeps references to slots valid as it grows

@@ -56,7 +56,10 @@ void init_gpt2_parameters(ParamStore& params, int layers, std::uint64_t seed) {
     } else {
       const float std = gpt2_init_std(tensor.name, layers);
       const std::uint64_t stream = tensor_stream(seed, tensor.name);
-      for (std::size_t i = 0; i < tensor.size; ++i) out[i] = std * normal_in_stream(stream, i);
+      for (std::size_t i = 0; i < tensor.size; ++i) {
+        const std::int64_t global = global_index(tensor, static_cast<std::int64_t>(i), params.tp_rank(), params.tp_size());
+        out[i] = global < 0 ? 0.0f : std * normal_in_stream(stream, static_cast<std::uint64_t>(global));
+      }
     }
   }
   Kokkos::deep_copy(params.values, values);

@@ -15,7 +15,8 @@ namespace trident {
 float counter_normal(std::uint64_t seed, std::string_view name, std::uint64_t index);
 
 // GPT-2's scheme: weights N(0, 0.02), the residual projections attn.c_proj.weight and
-// mlp.c_proj.weight N(0, 0.02 / √(2·layers)), biases 0, LayerNorm weights 1.
+// mlp.c_proj.weight N(0, 0.02 / √(2·layers)), biases 0, LayerNorm weights 1. A TP slice draws each
+// element by its global index; padding elements are 0.
 float gpt2_init_std(std::string_view name, int layers);
 void init_gpt2_parameters(ParamStore& params, int layers, std::uint64_t seed);
 

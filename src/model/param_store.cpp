@@ -1,19 +1,72 @@
 #include "model/param_store.hpp"
 
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
+#include "comm/comm.hpp"
+
 namespace trident {
 
-const ParamTensor& ParamStore::add(std::string name, std::vector<std::int64_t> shape) {
+namespace {
+
+std::int64_t product(const std::vector<std::int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+// Length of one block of the sharded dimension, globally and on one rank (padding included).
+struct ShardBlock {
+  std::int64_t global, local;
+  ShardBlock(const ParamTensor& tensor, int tp_size)
+      : global(tensor.global_shape[tensor.shard_dim] / tensor.shard_blocks),
+        local((global + tp_size - 1) / tp_size) {}
+};
+
+}  // namespace
+
+std::int64_t global_index(const ParamTensor& tensor, std::int64_t local_index, int tp_rank, int tp_size) {
+  if (!tensor.tp_sharded()) return local_index;
+  const ShardBlock block(tensor, tp_size);
+  // Peel the row-major local index from the last dimension to the first, rebuilding it globally.
+  std::int64_t global = 0, global_stride = 1;
+  for (int d = static_cast<int>(tensor.local_shape.size()) - 1; d >= 0; --d) {
+    std::int64_t i = local_index % tensor.local_shape[d];
+    local_index /= tensor.local_shape[d];
+    if (d == tensor.shard_dim) {
+      const std::int64_t within_block = tp_rank * block.local + i % block.local;
+      if (within_block >= block.global) return -1;
+      i = i / block.local * block.global + within_block;
+    }
+    global += i * global_stride;
+    global_stride *= tensor.global_shape[d];
+  }
+  return global;
+}
+
+ParamStore::ParamStore(int tp_rank, int tp_size) : tp_rank_(tp_rank), tp_size_(tp_size) {
+  if (tp_size < 1 || tp_rank < 0 || tp_rank >= tp_size)
+    throw std::invalid_argument("ParamStore: TP rank " + std::to_string(tp_rank) + " of " + std::to_string(tp_size));
+}
+
+const ParamTensor& ParamStore::add(std::string name, std::vector<std::int64_t> global_shape, int shard_dim,
+                                   int shard_blocks) {
   if (values.size() != 0) throw std::logic_error("ParamStore::add after allocate(): " + name);
   ParamTensor tensor;
-  tensor.size = static_cast<std::size_t>(
-      std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>()));
-  tensor.weight_decay = shape.size() == 2;
-  tensor.offset = total_;
   tensor.name = std::move(name);
-  tensor.shape = std::move(shape);
+  tensor.global_shape = std::move(global_shape);
+  tensor.local_shape = tensor.global_shape;
+  tensor.shard_dim = shard_dim;
+  tensor.shard_blocks = shard_blocks;
+  if (tensor.tp_sharded()) {
+    if (shard_dim >= static_cast<int>(tensor.global_shape.size()) || shard_blocks < 1 ||
+        tensor.global_shape[shard_dim] % shard_blocks != 0)
+      throw std::logic_error("ParamStore::add: " + tensor.name + " cannot be split in " +
+                             std::to_string(shard_blocks) + " blocks along dimension " + std::to_string(shard_dim));
+    tensor.local_shape[shard_dim] = shard_blocks * ShardBlock(tensor, tp_size_).local;
+  }
+  tensor.size = static_cast<std::size_t>(product(tensor.local_shape));
+  tensor.weight_decay = tensor.global_shape.size() == 2;
+  tensor.offset = total_;
   total_ += tensor.size;
   tensors_.push_back(std::move(tensor));
   return tensors_.back();
@@ -28,6 +81,27 @@ const ParamTensor& ParamStore::find(const std::string& name) const {
   for (const auto& tensor : tensors_)
     if (tensor.name == name) return tensor;
   throw std::out_of_range("no parameter named " + name);
+}
+
+void gather_full_tensor(const ParamTensor& tensor, const FloatBuffer& buffer, Comm& tp, std::vector<float>& out_global) {
+  using Unmanaged = Kokkos::View<const float*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const Unmanaged local(tensor.in(buffer), tensor.size);
+  out_global.resize(static_cast<std::size_t>(product(tensor.global_shape)));
+  if (!tensor.tp_sharded()) {
+    Kokkos::deep_copy(Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                          out_global.data(), out_global.size()),
+                      local);
+    return;
+  }
+  const FloatBuffer slices(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("gathered_slices")),
+                           tensor.size * tp.size());
+  tp.all_gather(local.data(), slices.data(), tensor.size);
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), slices);
+  for (int rank = 0; rank < tp.size(); ++rank)
+    for (std::size_t i = 0; i < tensor.size; ++i) {
+      const std::int64_t global = global_index(tensor, static_cast<std::int64_t>(i), rank, tp.size());
+      if (global >= 0) out_global[global] = host(rank * tensor.size + i);
+    }
 }
 
 }  // namespace trident

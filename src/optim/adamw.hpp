@@ -2,28 +2,44 @@
 // marked weight_decay (2-D weights only), as llm.c and GPT-2 training do.
 #pragma once
 
+#include <cstddef>
+
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
 #include "model/param_store.hpp"
+#include "optim/optimizer.hpp"
 
 namespace trident {
 
-class AdamW {
+// The constants of one AdamW step; apply() is the update of one run of elements, shared by the
+// replicated optimizer (whole tensors) and the sharded one (the pieces of tensors a rank owns).
+class AdamWUpdate {
+ public:
+  AdamWUpdate(const TrainConfig& train, int step, double lr, float grad_scale);
+
+  // For i < count, with g = grad_scale * grad[i] and wd = weight_decay if decayed, else 0:
+  //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+  //   m^ = m / (1 - b1^t);   v^ = v / (1 - b2^t)
+  //   p -= lr (m^ / (sqrt(v^) + eps) + wd p)
+  void apply(float* param, const float* grad, float* m, float* v, std::size_t count, bool decayed) const;
+
+ private:
+  float beta1_, beta2_, eps_, lr_, weight_decay_, m_correction_, v_correction_, grad_scale_;
+};
+
+class AdamW final : public Optimizer {
  public:
   // Zeroed moment buffers in the layout of params.values; hyper-parameters from `train`.
   AdamW(const ParamStore& params, const TrainConfig& train);
-
-  // One update of every parameter from params.grads, with t = step (1-based) for bias correction:
-  //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
-  //   m^ = m / (1 - b1^t);   v^ = v / (1 - b2^t)
-  //   p -= lr (m^ / (sqrt(v^) + eps) + wd p),  wd = weight_decay on decayed tensors, else 0
-  void step(ParamStore& params, int step, double lr);
 
   FloatBuffer m;  // first moments
   FloatBuffer v;  // second moments
 
  private:
-  double beta1_, beta2_, eps_, weight_decay_;
+  // Every tensor from params.grads.
+  void update(ParamStore& params, int step, double lr, float grad_scale) override;
+
+  TrainConfig train_;
 };
 
 }  // namespace trident

@@ -2,24 +2,20 @@
 
 namespace trident {
 
-double grad_sum_of_squares(const ParamStore& params) {
-  const float* grads = params.grads.data();
+double sum_of_squares(const float* data, std::size_t count) {
   double sum = 0.0;
   Kokkos::parallel_reduce(
-      "grad_sum_of_squares", Kokkos::RangePolicy<ExecSpace>(0, params.total_size()),
+      "sum_of_squares", Kokkos::RangePolicy<ExecSpace>(0, count),
       KOKKOS_LAMBDA(const std::size_t i, double& partial) {
-        const double g = grads[i];
-        partial += g * g;
+        const double x = data[i];
+        partial += x * x;
       },
       sum);
   return sum;
 }
 
-void scale_grads(ParamStore& params, float factor) {
-  float* grads = params.grads.data();
-  Kokkos::parallel_for(
-      "scale_grads", Kokkos::RangePolicy<ExecSpace>(0, params.total_size()),
-      KOKKOS_LAMBDA(const std::size_t i) { grads[i] *= factor; });
+double grad_sum_of_squares(const ParamStore& params) {
+  return sum_of_squares(params.grads.data(), params.total_size());
 }
 
 double clip_factor(double norm, double grad_clip) {

@@ -90,6 +90,8 @@ const BadDeckCase kBadDecks[] = {
     {"HeadsDoNotDivideDModel", {}, {"model", "heads = 5"}, "1, 2, 4, 8, 16, 32, 64"},
     // parallel
     {"TpZero", {}, {"parallel", "tp = 0"}, "at least 1"},
+    {"ZeroStageTwo", {}, {"parallel", "zero = 2"}, "at most 1"},
+    {"BucketSizeZero", {}, {"parallel", "bucket_mb = 0"}, "greater than 0"},
     {"PpZero", {}, {"parallel", "pp = 0"}, "at least 1"},
     {"DpZero", {}, {"parallel", "dp = 0"}, "at least 1"},
     {"TpDoesNotDivideHeads", {}, {"parallel", "tp = 3"}, "valid tp: 1, 2, 4"},

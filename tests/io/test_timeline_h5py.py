@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 STEP_COLUMNS = ["step", "loss", "lr", "grad_norm", "step_time_s", "tokens_per_s", "bubble",
-                "achieved_gflops", "mfu", "peak_activation_bytes"]
+                "achieved_gflops", "mfu", "dp_exposed_s", "peak_activation_bytes"]
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ StepRecord record(std::int64_t step) {
   r.bubble = 0.01 * step;
   r.achieved_gflops = 20.0 * step;
   r.mfu = 0.2 + 0.1 * step;
+  r.dp_exposed_s = 0.003 * step;
   r.peak_activation_bytes = (std::int64_t{1} << 33) + step;  // beyond 32 bits
   return r;
 }
@@ -109,7 +110,8 @@ TEST(TimelineWriter, StepsAndAttributesReadBack) {
       {"loss", &StepRecord::loss},         {"lr", &StepRecord::lr},
       {"grad_norm", &StepRecord::grad_norm}, {"step_time_s", &StepRecord::step_time_s},
       {"tokens_per_s", &StepRecord::tokens_per_s}, {"bubble", &StepRecord::bubble},
-      {"achieved_gflops", &StepRecord::achieved_gflops}, {"mfu", &StepRecord::mfu}};
+      {"achieved_gflops", &StepRecord::achieved_gflops}, {"mfu", &StepRecord::mfu},
+      {"dp_exposed_s", &StepRecord::dp_exposed_s}};
   for (const auto& [name, member] : double_fields) {
     const std::vector<double> column = doubles(name);
     ASSERT_EQ(column.size(), 3u) << name;

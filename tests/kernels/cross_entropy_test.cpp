@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "gradient_check.hpp"
 
 namespace trident {
@@ -38,6 +40,51 @@ TEST(SoftmaxCrossEntropy, LogitsBecomeGradientOfLossSum) {
   };
   objective();
   expect_gradient("logits", logits, to_host(work), objective, 1e-2f);
+}
+
+// The vocabulary split in shards of 24 ids (padded 70 → 96): three shards of 24, 24 and 22 real
+// columns and an empty fourth, as a vocab-parallel group of 4 ranks holds it. Every shard's
+// statistics, exchanged, give the losses and gradients of the fused kernel over the whole row.
+TEST(SoftmaxCrossEntropy, VocabShardsGiveTheWholeRowsLossesAndGradients) {
+  constexpr int shards = 4, ld = 24;
+  const FloatBuffer logits = random_buffer(rows * V, 1, 3.0f), losses("losses", rows);
+  const IntBuffer targets = int_buffer(kTargets);
+  const auto x = to_host(logits);
+  std::vector<std::vector<float>> shard_logits(shards, std::vector<float>(rows * ld, std::nanf("")));
+  for (int r = 0; r < rows; ++r)
+    for (int v = 0; v < V; ++v) shard_logits[v / ld][r * ld + v % ld] = x[r * V + v];
+  const double fused_total = softmax_cross_entropy(logits.data(), losses.data(), targets.data(), rows, V);
+  const auto fused_grad = to_host(logits), fused_losses = to_host(losses);
+
+  auto columns_of = [&](int s) { return std::clamp(V - s * ld, 0, ld); };
+  std::vector<FloatBuffer> buffers;
+  std::vector<float> all_stats;
+  for (int s = 0; s < shards; ++s) {
+    buffers.push_back(FloatBuffer("shard", rows * ld));
+    copy_to(buffers[s], shard_logits[s]);
+    const FloatBuffer stats("stats", 3 * rows);
+    softmax_shard_statistics(buffers[s].data(), stats.data(), targets.data(), rows, columns_of(s), ld, s * ld);
+    const auto h = to_host(stats);
+    all_stats.insert(all_stats.end(), h.begin(), h.end());
+  }
+  FloatBuffer all("all_stats", all_stats.size());
+  copy_to(all, all_stats);
+  for (int s = 0; s < shards; ++s) {
+    const FloatBuffer shard_losses("shard_losses", rows);
+    const double total = softmax_shard_finish(buffers[s].data(), shard_losses.data(), all.data(), shards, s,
+                                              targets.data(), rows, columns_of(s), ld, s * ld);
+    EXPECT_NEAR(total, fused_total, 1e-5 * fused_total) << "shard " << s;
+    const auto l = to_host(shard_losses), g = to_host(buffers[s]);
+    for (int r = 0; r < rows; ++r) {
+      EXPECT_NEAR(l[r], fused_losses[r], 1e-5 * fused_losses[r]) << "shard " << s << " row " << r;
+      for (int c = 0; c < ld; ++c) {
+        if (c < columns_of(s))
+          EXPECT_NEAR(g[r * ld + c], fused_grad[r * V + s * ld + c], 1e-6) << "shard " << s << " row " << r;
+        else
+          EXPECT_TRUE(std::isnan(g[r * ld + c])) << "padding column written: shard " << s << " row " << r;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -30,6 +30,16 @@ TEST(Linear, ForwardMatchesReference) {
     }
 }
 
+// A null bias is no bias, whatever the output buffer held before.
+TEST(Linear, ForwardWithoutBiasOverwritesOutput) {
+  LinearCase with_zero_bias, without_bias;
+  Kokkos::deep_copy(with_zero_bias.bias, 0.0f);
+  Kokkos::deep_copy(without_bias.y, 1e30f);
+  with_zero_bias.forward();
+  linear_forward(without_bias.y.data(), without_bias.x.data(), without_bias.w.data(), nullptr, rows, in, out);
+  EXPECT_EQ(to_host(without_bias.y), to_host(with_zero_bias.y));
+}
+
 TEST(Linear, BackwardMatchesFiniteDifferences) {
   LinearCase l;
   const FloatBuffer proj = random_buffer(rows * out, 4);

@@ -11,25 +11,29 @@ namespace {
 
 using namespace testing;
 
-// The stash list in bytes, written out independently of the arena's carving.
-std::size_t expected_stash_bytes(const ModelConfig& cfg, std::size_t B) {
+// The stash list in bytes, written out independently of the arena's carving. Under tensor
+// parallelism qkv, att, atty, fch and fch_gelu hold this rank's heads / columns and the logits its
+// share of the padded vocabulary.
+std::size_t expected_stash_bytes(const ModelConfig& cfg, std::size_t B, std::size_t tp = 1) {
   const std::size_t T = cfg.seq_len, C = cfg.d_model, H = cfg.heads, V = cfg.vocab, L = cfg.layers;
   const std::size_t BT = B * T;
-  const std::size_t per_layer = BT * C + 2 * BT + 3 * BT * C + B * H * T * T + BT * C + BT * C + BT * C + 2 * BT +
-                                4 * BT * C + 4 * BT * C + BT * C;
-  const std::size_t floats = BT * C + L * per_layer + BT * C + 2 * BT + BT * V + BT;
+  const std::size_t per_layer = BT * C + 2 * BT + 3 * BT * C / tp + B * H / tp * T * T + BT * C / tp + BT * C +
+                                BT * C + 2 * BT + 4 * BT * C / tp + 4 * BT * C / tp + BT * C;
+  const std::size_t floats = BT * C + L * per_layer + BT * C + 2 * BT + BT * ((V + tp - 1) / tp) + BT;
   return 4 * floats + 4 * BT;  // + int32 tokens
 }
 
 TEST(ActivationArena, StashSizeMatchesPlannerFormula) {
   EXPECT_EQ(stash_bytes(tiny_config(), 3), expected_stash_bytes(tiny_config(), 3));
   ModelConfig gpt2;
-  gpt2.layers = 12, gpt2.d_model = 768, gpt2.heads = 12, gpt2.seq_len = 256, gpt2.vocab = 50304;
+  gpt2.layers = 12, gpt2.d_model = 768, gpt2.heads = 12, gpt2.seq_len = 256, gpt2.vocab = 50257;
   EXPECT_EQ(stash_bytes(gpt2, 4), expected_stash_bytes(gpt2, 4));
+  for (int tp : {2, 3, 4})
+    EXPECT_EQ(stash_bytes(gpt2, 4, tp), expected_stash_bytes(gpt2, 4, tp)) << "tp " << tp;
 }
 
 TEST(ActivationArena, ReusesFreedSlotsAndTracksPeak) {
-  ActivationArena arena(tiny_config(), 2);
+  ActivationArena arena(tiny_config(), 2, 1);
   const std::size_t stash = stash_bytes(tiny_config(), 2);
   Activations& first = arena.acquire(10);
   Activations& second = arena.acquire(11);
@@ -48,7 +52,7 @@ TEST(ActivationArena, ReusesFreedSlotsAndTracksPeak) {
 TEST(ActivationArena, TwoMicroBatchesInFlightPeakAtTwoStashes) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 1);
+  Gpt model(cfg, B, 1, no_tp());
   const std::size_t stash = expected_stash_bytes(cfg, B);
   const IntBuffer in0 = random_tokens(BT, cfg.vocab, 1), in1 = random_tokens(BT, cfg.vocab, 2);
   EXPECT_EQ(model.activation_bytes(), 0u);
@@ -70,7 +74,7 @@ void count_allocation(Kokkos_Profiling_SpaceHandle, const char*, const void*, st
 TEST(ActivationArena, SteadyStateForwardBackwardAllocatesNothing) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 1);
+  Gpt model(cfg, B, 1, no_tp());
   const IntBuffer inputs = random_tokens(BT, cfg.vocab, 1), targets = random_tokens(BT, cfg.vocab, 2);
   auto step = [&] {
     model.zero_grads();

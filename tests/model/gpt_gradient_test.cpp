@@ -26,7 +26,7 @@ void randomise_parameters(Gpt& model) {
 TEST(GptGradient, InitialLossIsLogVocab) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 7);
+  Gpt model(cfg, B, 7, no_tp());
   const double loss = model.forward(0, random_tokens(BT, cfg.vocab, 1), random_tokens(BT, cfg.vocab, 2));
   EXPECT_NEAR(loss / BT, std::log(double(cfg.vocab)), 0.1);
 }
@@ -34,7 +34,7 @@ TEST(GptGradient, InitialLossIsLogVocab) {
 TEST(GptGradient, ForwardRejectsBadTokenBuffers) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 7);
+  Gpt model(cfg, B, 7, no_tp());
   const IntBuffer good = random_tokens(BT, cfg.vocab, 1);
   std::vector<int> ids(BT, 1);
   ids[5] = cfg.vocab;
@@ -47,7 +47,7 @@ TEST(GptGradient, ForwardRejectsBadTokenBuffers) {
 TEST(GptGradient, EveryParameterMatchesFiniteDifferences) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 7);
+  Gpt model(cfg, B, 7, no_tp());
   randomise_parameters(model);
   const IntBuffer inputs = random_tokens(BT, cfg.vocab, 1), targets = random_tokens(BT, cfg.vocab, 2);
   model.zero_grads();

@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "comm/comm.hpp"
 #include "kernels/gemm.hpp"
 #include "model/gpt.hpp"
 
@@ -53,7 +55,8 @@ int main(int argc, char** argv) {
   std::printf("BLAS: %s | core %s | %d threads | OPENBLAS_CORETYPE=%s\n", blas.library.c_str(), blas.core.c_str(),
               blas.threads, std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)");
 
-  trident::Gpt model(cfg, B, 1);
+  const std::unique_ptr<trident::Comm> no_tp = trident::make_local_comm();
+  trident::Gpt model(cfg, B, 1, *no_tp);
   const int BT = B * cfg.seq_len;
   std::mt19937 rng(1);
   trident::IntBuffer inputs("inputs", BT), targets("targets", BT);

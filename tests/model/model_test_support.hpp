@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "comm/comm.hpp"
 #include "deck/config.hpp"
 #include "gradient_check.hpp"
 #include "model/gpt.hpp"
@@ -20,6 +22,12 @@ inline ModelConfig tiny_config() {
   cfg.seq_len = 8;
   cfg.vocab = 32;
   return cfg;
+}
+
+// The tensor-parallel group of the single-rank model.
+inline Comm& no_tp() {
+  static const std::unique_ptr<Comm> comm = make_local_comm();
+  return *comm;
 }
 
 inline IntBuffer random_tokens(std::size_t n, int vocab, std::uint64_t seed) {

@@ -84,5 +84,31 @@ TEST(AdamW, ZeroGradientOnlyDecaysWeights) {
   EXPECT_FLOAT_EQ(values[bias.offset], 2.0f);
 }
 
+// The clip factor enters as grad_scale: the same update as scaling the gradients beforehand.
+TEST(AdamW, GradScaleEqualsScalingTheGradientsFirst) {
+  TrainConfig train;
+  ParamStore scaled_inside = optim_test::weight_and_bias();
+  ParamStore scaled_before = optim_test::weight_and_bias();
+  const std::size_t n = scaled_inside.total_size();
+  std::vector<float> values(n), grads(n), quarter(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    values[i] = 0.3f + 0.05f * static_cast<float>(i);
+    grads[i] = 0.5f * static_cast<float>(static_cast<int>(i % 5) - 2);
+    quarter[i] = 0.25f * grads[i];  // exact
+  }
+  from_host(scaled_inside.values, values);
+  from_host(scaled_before.values, values);
+  AdamW inside(scaled_inside, train), before(scaled_before, train);
+  Optimizer& through_interface = inside;
+  for (int t = 1; t <= 3; ++t) {
+    from_host(scaled_inside.grads, grads);
+    through_interface.step(scaled_inside, t, 0.01, 0.25f);
+    from_host(scaled_before.grads, quarter);
+    before.step(scaled_before, t, 0.01);
+    EXPECT_EQ(to_host(scaled_inside.values), to_host(scaled_before.values)) << "step " << t;
+  }
+  EXPECT_NE(to_host(scaled_inside.values), values);
+}
+
 }  // namespace
 }  // namespace trident

@@ -24,6 +24,14 @@ TEST(GradNorm, SumOfSquaresCoversEveryTensor) {
   EXPECT_DOUBLE_EQ(grad_sum_of_squares(params), expected);
 }
 
+TEST(GradNorm, SumOfSquaresOfARange) {
+  const std::vector<float> data = {100.0f, 1.0f, -2.0f, 3.0f, 100.0f};
+  FloatBuffer buffer("data", data.size());
+  from_host(buffer, data);
+  EXPECT_EQ(sum_of_squares(buffer.data() + 1, 3), 14.0);
+  EXPECT_EQ(sum_of_squares(buffer.data(), 0), 0.0);
+}
+
 TEST(GradNorm, SumOfSquaresAccumulatesInDouble) {
   ParamStore params;
   params.add("wte.weight", {1 << 12, 1 << 12});  // 16.7M elements: a float sum would stall at 2^24
@@ -32,29 +40,11 @@ TEST(GradNorm, SumOfSquaresAccumulatesInDouble) {
   EXPECT_EQ(grad_sum_of_squares(params), static_cast<double>(1 << 24));
 }
 
-TEST(GradNorm, ScaleMultipliesEveryGradient) {
-  ParamStore params = optim_test::weight_and_bias();
-  std::vector<float> grads(params.total_size());
-  for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = static_cast<float>(i) + 1.0f;
-  from_host(params.grads, grads);
-  scale_grads(params, 0.5f);
-  const std::vector<float> scaled = to_host(params.grads);
-  for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_EQ(scaled[i], 0.5f * grads[i]) << "at " << i;
-}
-
 TEST(GradNorm, ClipFactorOnlyShrinksNormsAboveTheLimit) {
   EXPECT_DOUBLE_EQ(clip_factor(4.0, 1.0), 0.25);
   EXPECT_DOUBLE_EQ(clip_factor(1.0, 1.0), 1.0);
   EXPECT_DOUBLE_EQ(clip_factor(0.5, 1.0), 1.0);
   EXPECT_DOUBLE_EQ(clip_factor(1e6, 0.0), 1.0);  // 0 = clipping off
-}
-
-TEST(GradNorm, ClippedGradientsHaveTheClipNorm) {
-  ParamStore params = optim_test::weight_and_bias();
-  Kokkos::deep_copy(params.grads, 3.0f);
-  const double norm = std::sqrt(grad_sum_of_squares(params));
-  scale_grads(params, static_cast<float>(clip_factor(norm, 1.0)));
-  EXPECT_NEAR(std::sqrt(grad_sum_of_squares(params)), 1.0, 1e-6);
 }
 
 }  // namespace

@@ -16,10 +16,13 @@ TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
   };
   for (const ModelConfig& shape : shapes) {
     for (int micro_batch_size : {1, 3}) {
-      const std::int64_t planned_floats = activation_floats_per_microbatch(
-          shape, micro_batch_size, /*first_layer=*/0, shape.layers, /*first_stage=*/true, /*last_stage=*/true);
-      EXPECT_EQ(stash_bytes(shape, micro_batch_size), static_cast<std::size_t>(planned_floats) * 4)
-          << "L=" << shape.layers << " C=" << shape.d_model << " B=" << micro_batch_size;
+      for (int tp : {1, 2}) {
+        const std::int64_t planned_floats =
+            activation_floats_per_microbatch(shape, micro_batch_size, /*first_layer=*/0, shape.layers,
+                                             /*first_stage=*/true, /*last_stage=*/true, tp);
+        EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp), static_cast<std::size_t>(planned_floats) * 4)
+            << "L=" << shape.layers << " C=" << shape.d_model << " B=" << micro_batch_size << " tp=" << tp;
+      }
     }
   }
 }

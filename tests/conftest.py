@@ -1,3 +1,4 @@
+"""Shared pytest helpers: run trident under mpirun and read its timeline."""
 import os
 import subprocess
 from pathlib import Path
@@ -6,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "input_decks" / "tiny.toml"
 
 

@@ -1,0 +1,35 @@
+#include "dp/global_grad_norm.hpp"
+
+#include <cmath>
+
+#include "dp/tensor_pieces.hpp"
+#include "optim/grad_norm.hpp"
+
+namespace trident {
+
+namespace {
+
+bool counted_here(const ParamTensor& tensor, const ProcessGrid& grid) {
+  const bool tp_counted = tensor.tp_sharded() || grid.coords.tp == 0;
+  const bool tied_head_copy = tensor.name == "wte.weight" && !grid.first_stage();
+  return tp_counted && !tied_head_copy;
+}
+
+}  // namespace
+
+double global_grad_norm(const GradientSync& sync, const ProcessGrid& grid) {
+  const float* grads = sync.reduced_grads();
+  double local = 0.0;
+  for (const HeldRange& range : sync.held_ranges()) {
+    for_each_tensor_piece(sync.params(), range, [&](const ParamTensor& tensor, std::size_t, std::size_t count,
+                                                    std::size_t held_at) {
+      if (counted_here(tensor, grid)) local += sum_of_squares(grads + held_at, count);
+    });
+  }
+  double total = grid.tp->all_reduce_sum(local);
+  total = grid.pp->all_reduce_sum(total);
+  if (sync.zero1()) total = grid.dp->all_reduce_sum(total);
+  return std::sqrt(total);
+}
+
+}  // namespace trident

@@ -1,0 +1,32 @@
+// ZeRO-1 AdamW: each data-parallel rank keeps the moments of, and updates, only the parameters
+// whose reduced gradients it holds (its piece of every bucket, dp/buckets.hpp); the updated
+// parameters are then all-gathered, so every rank ends the step with the same weights as plain
+// AdamW on the summed gradient. Optimizer memory per rank: 2 floats per parameter / dp.
+#pragma once
+
+#include "deck/config.hpp"
+#include "dp/gradient_sync.hpp"
+#include "kernels/device.hpp"
+#include "optim/optimizer.hpp"
+
+namespace trident {
+
+class ShardedAdamW final : public Optimizer {
+ public:
+  // `sync` must run in ZeRO-1 mode; the optimizer reads its reduced gradients after finish().
+  ShardedAdamW(GradientSync& sync, const TrainConfig& train);
+
+  // This rank's moments, laid out as sync.reduced_grads() (sync.shard_size() elements; the
+  // padding elements stay 0).
+  FloatBuffer m;
+  FloatBuffer v;
+
+ private:
+  // Updates this rank's pieces of params.values (params must be sync's store), then all-gathers.
+  void update(ParamStore& params, int step, double lr, float grad_scale) override;
+
+  GradientSync& sync_;
+  TrainConfig train_;
+};
+
+}  // namespace trident

@@ -9,6 +9,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "input_decks" / "tiny.toml"
+# The tiny deck's grid is the main job's 2 x 2 x 2; tests start from one rank and set the grid they test.
+ONE_RANK = ("parallel.tp=1", "parallel.pp=1", "parallel.dp=1")
 
 
 def _exe():
@@ -26,7 +28,7 @@ def trident_run(tmp_path):
         out = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
         cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", str(ranks), _exe(), "run", str(deck),
                "--set", f"output.dir={out}"]
-        for o in overrides:
+        for o in ONE_RANK + overrides:
             cmd += ["--set", o]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == expect, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"

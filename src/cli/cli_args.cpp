@@ -10,9 +10,11 @@ const char* usage_text() {
   return R"(trident: 3D-parallel (tensor x pipeline x data) GPT training with MPI, Kokkos and BLAS
 
 Usage:
-  trident run   DECK [--set section.key=value ...]            train (under mpirun / srun)
-  trident plan  DECK [--ranks N] [--set section.key=value ...] grid, stages, parameters, FLOPs, memory
-  trident check DECK [--set section.key=value ...]            validate the deck and exit
+  trident run   DECK [--set section.key=value ...]   train (under mpirun / srun)
+  trident plan  DECK [--ranks N] [--show-schedule] [--set section.key=value ...]
+                grid, stage partition, parameters, FLOPs, memory, and a table of the pipeline
+                schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, auto) with simulated bubbles
+  trident check DECK [--set section.key=value ...]   validate the deck and its schedule, and exit
   trident --help | --version
 
 Options:
@@ -20,6 +22,8 @@ Options:
                            e.g. --set train.steps=50 --set schedule.kind=gpipe
   --ranks N                plan for a world of N ranks (dp = N / (tp * pp) when the deck's
                            grid does not multiply to N)
+  --show-schedule          plan: also draw the deck's schedule, one line per pipeline rank
+                           (F forward, B backward, I input grad, W weight grad, . idle)
   -h, --help               this text
 
 Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments.
@@ -77,6 +81,10 @@ CliArgs parse_cli(int argc, char** argv) {
       if (args.command != Command::plan)
         throw InputError("--ranks is an option of `trident plan` only; `run` takes the world size from MPI");
       args.ranks = parse_positive_int("--ranks", word == "--ranks" ? next_value("--ranks") : word.substr(8));
+    } else if (word == "--show-schedule") {
+      if (args.command != Command::plan)
+        throw InputError("--show-schedule is an option of `trident plan` only, e.g. trident plan DECK --show-schedule");
+      args.show_schedule = true;
     } else if (word.rfind("-", 0) == 0) {
       throw InputError("unknown option '" + word + "' (see trident --help)");
     } else if (args.deck_path.empty()) {

@@ -14,6 +14,7 @@ struct CliArgs {
   std::string deck_path;
   std::vector<std::string> overrides;  // "section.key=value" from --set
   std::optional<int> ranks;            // plan --ranks N
+  bool show_schedule = false;          // plan --show-schedule: draw the deck's schedule
   bool show_help = false;              // `trident <command> --help`
 };
 

@@ -6,10 +6,14 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "deck/deck.hpp"
 #include "plan/report.hpp"
+#include "schedule/schedule_report.hpp"
 #include "train/trainer.hpp"
 
 namespace trident {
@@ -69,14 +73,23 @@ int or_abort(MPI_Comm comm, Body&& body) {
   return code;
 }
 
+// "1f1b (p = 2, m = 4)" or "auto, chose zb-h1 (p = 2, m = 4)".
+std::string schedule_summary(const Deck& deck, const Schedule& schedule) {
+  std::string text = deck.schedule.kind == "auto" ? "auto, chose " + schedule.kind : schedule.kind;
+  text += " (p = " + std::to_string(schedule.stages) + ", m = " + std::to_string(schedule.microbatches);
+  if (schedule.chunks > 1) text += ", v = " + std::to_string(schedule.chunks);
+  return text + ")";
+}
+
 }  // namespace
 
 int check_command(const CliArgs& args) {
   return report_errors([&] {
     const Deck deck = load_deck(args.deck_path, args.overrides);
+    const Schedule schedule = deck_schedule(deck);  // the generators' own rules, checked before any run
     const ParallelConfig& grid = deck.parallel;
     std::cout << deck.path << ": ok (" << deck.model.layers << " layers, d_model " << deck.model.d_model
-              << ", schedule " << deck.schedule.kind << ")\n"
+              << ", schedule " << schedule_summary(deck, schedule) << ")\n"
               << "ranks: " << grid.world_size() << " (tp " << grid.tp << " x pp " << grid.pp << " x dp "
               << grid.dp << ")\n";
     return kExitOk;
@@ -86,7 +99,22 @@ int check_command(const CliArgs& args) {
 int plan_command(const CliArgs& args) {
   return report_errors([&] {
     const Deck deck = load_deck(args.deck_path, args.overrides);
-    print_plan(std::cout, deck, args.ranks.value_or(deck.parallel.world_size()));
+    const Schedule schedule = deck_schedule(deck);
+    // The plan's partition and memory follow the schedule that will run: auto's choice.
+    Deck planned = deck;
+    std::vector<std::string> notes;
+    if (deck.schedule.kind == "auto") {
+      planned.schedule.kind = schedule.kind;
+      planned.schedule.virtual_stages = schedule.chunks;
+      notes.push_back("schedule.kind = \"auto\" chose " + schedule_summary(planned, schedule) +
+                      ": the plan below is for it; the schedule table compares the kinds");
+    }
+    // Composed whole first, so that an error part-way prints no half plan.
+    std::ostringstream text;
+    print_plan(text, planned, args.ranks.value_or(deck.parallel.world_size()), notes);
+    print_schedule_table(text, deck);
+    if (args.show_schedule) print_schedule_diagram(text, deck);
+    std::cout << text.str();
     return kExitOk;
   });
 }

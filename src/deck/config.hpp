@@ -24,7 +24,11 @@ struct ParallelConfig {
   int pp = 1;
   int dp = 1;
   std::string order = "tp-dp-pp";  // fastest-varying axis first
-  std::vector<int> stage_layers;   // empty = uniform partition
+  // Layers per virtual stage (pp × schedule's chunks entries, model order). Empty = uniform;
+  // stage_layers_balanced = true: balanced for the embedding on the first and the head + loss on
+  // the last stage (deck: stage_layers = "balanced").
+  std::vector<int> stage_layers;
+  bool stage_layers_balanced = false;
   int zero = 0;                    // 1 = ZeRO-1: AdamW state sharded across the dp group
   double bucket_mb = 25.0;         // data-parallel gradient all-reduce bucket size (MiB)
 
@@ -32,10 +36,25 @@ struct ParallelConfig {
 };
 
 struct ScheduleConfig {
-  std::string kind = "1f1b";
-  int microbatches = 1;      // m: micro-batches per step on each data-parallel replica
-  int micro_batch_size = 1;  // sequences per micro-batch
-  int virtual_stages = 1;
+  std::string kind = "1f1b";  // gpipe | 1f1b | interleaved-1f1b | zb-h1 | auto (schedule/generators.hpp)
+  int microbatches = 1;       // m: micro-batches per step on each data-parallel replica
+  int micro_batch_size = 1;   // sequences per micro-batch
+  int virtual_stages = 1;     // v: model chunks per pipeline rank (interleaved-1f1b needs >= 2)
+  std::string recompute = "none";  // "none" | "full": keep only each chunk's input, recompute in backward
+  double timeout_s = 300.0;        // watchdog: longest wait for one pipeline message before aborting
+  // auto: the most activation memory a rank may hold, in micro-batches of a whole stage
+  // (0 = what 1F1B holds on stage 0, i.e. p).
+  double auto_memory_limit = 0.0;
+};
+
+// [emulate]: every pipeline action sleeps for a fixed time instead of computing, while the
+// messages between stages are real, to study schedules at many ranks on a small machine.
+struct EmulateConfig {
+  bool enabled = false;
+  double forward_ms = 10.0;
+  double backward_ms = 20.0;     // B (input + weight gradient)
+  double input_grad_ms = 10.0;   // I of zero-bubble schedules
+  double weight_grad_ms = 10.0;  // W of zero-bubble schedules
 };
 
 enum class LrDecay { cosine, linear, constant };
@@ -82,6 +101,7 @@ struct Deck {
   DataConfig data;
   CheckpointConfig checkpoint;
   OutputConfig output;
+  EmulateConfig emulate;
 
   std::string path;  // the file it was read from
   std::string text;  // the file's text with overrides noted, recorded in run outputs

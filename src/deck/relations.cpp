@@ -69,17 +69,39 @@ void check_parallel(const Deck& deck, const KeyLocations& where) {
                                   std::to_string(ranks) + " ranks, more than " + std::to_string(kMaxCount) +
                                   "; use a smaller grid");
   }
-  if (parallel.stage_layers.empty()) return;
-  if (static_cast<int>(parallel.stage_layers.size()) != parallel.pp) {
-    where.fail("parallel.stage_layers", "parallel.stage_layers has " + std::to_string(parallel.stage_layers.size()) +
-                                            " entries but parallel.pp = " + std::to_string(parallel.pp) +
-                                            "; give one layer count per pipeline stage, or leave it out for a "
-                                            "uniform split");
-  }
+}
+
+// parallel.stage_layers lists layers per virtual stage in model order: pp entries, or
+// pp * virtual_stages with an interleaved schedule (virtual stage c * pp + r = chunk c of rank r).
+void check_stage_layers(const Deck& deck, const KeyLocations& where) {
+  const ParallelConfig& parallel = deck.parallel;
   const std::vector<int>& stages = parallel.stage_layers;
+  if (stages.empty()) return;  // uniform or "balanced": the plan module splits any layer count
+  const int layers = deck.model.layers;
+  const int virtual_stages = deck.schedule.virtual_stages;
+  const std::string other_splits = "or write stage_layers = \"balanced\" or leave it out (uniform split)";
+  if (deck.schedule.kind == "auto" && virtual_stages > 1) {
+    where.fail("parallel.stage_layers",
+               "parallel.stage_layers lists layers per virtual stage, but with schedule.kind = \"auto\" and "
+               "schedule.virtual_stages = " + std::to_string(virtual_stages) +
+                   " the chunks per rank are auto's choice; set virtual_stages = 1 or name a schedule kind, " +
+                   other_splits);
+  }
+  const std::int64_t expected = std::int64_t{parallel.pp} * virtual_stages;
+  if (static_cast<std::int64_t>(stages.size()) != expected) {
+    const std::string pp = "parallel.pp = " + std::to_string(parallel.pp);
+    const std::string count = virtual_stages == 1
+                                  ? pp + "; give one layer count per pipeline stage"
+                                  : pp + " x schedule.virtual_stages = " + std::to_string(virtual_stages) +
+                                        " makes " + std::to_string(expected) +
+                                        " virtual stages; give one layer count per virtual stage in model order "
+                                        "(entry c * pp + r is chunk c of rank r)";
+    where.fail("parallel.stage_layers", "parallel.stage_layers has " + std::to_string(stages.size()) +
+                                            " entries but " + count + ", " + other_splits);
+  }
   const std::int64_t total = std::accumulate(stages.begin(), stages.end(), std::int64_t{0});
   if (total != layers) {
-    where.fail("parallel.stage_layers", "parallel.stage_layers = [" + join_ints(parallel.stage_layers) + "] sums to " +
+    where.fail("parallel.stage_layers", "parallel.stage_layers = [" + join_ints(stages) + "] sums to " +
                                             std::to_string(total) + " layers but model.layers = " +
                                             std::to_string(layers) + "; the entries must add up to " +
                                             std::to_string(layers));
@@ -95,10 +117,31 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                                             std::to_string(sequences) + " sequences, more than " +
                                             std::to_string(kMaxCount) + "; use fewer micro-batches");
   }
-  if (schedule.virtual_stages > 1 && schedule.kind != "interleaved-1f1b") {
+  // With "auto", virtual_stages is the most chunks per rank that auto may choose.
+  const bool chunked_kind = schedule.kind == "interleaved-1f1b" || schedule.kind == "auto";
+  if (schedule.virtual_stages > 1 && !chunked_kind) {
     where.fail("schedule.virtual_stages", "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
-                                              " needs schedule.kind = \"interleaved-1f1b\" (kind is \"" +
+                                              " needs schedule.kind = \"interleaved-1f1b\" or \"auto\" (kind is \"" +
                                               schedule.kind + "\"); use virtual_stages = 1 or change the kind");
+  }
+  if (schedule.kind == "interleaved-1f1b" && schedule.virtual_stages < 2) {
+    const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");
+    where.fail(blame_chunks ? "schedule.virtual_stages" : "schedule.kind",
+               "schedule.kind = \"interleaved-1f1b\" needs schedule.virtual_stages >= 2 (model chunks per pipeline "
+               "rank), got " + std::to_string(schedule.virtual_stages) +
+                   "; set virtual_stages = 2 or more, or use kind = \"1f1b\"");
+  }
+  // The interleaved generator's rule (schedule/generators.cpp, as in Megatron): micro-batches go
+  // round the ranks in groups of pp. Checked here too so that the message can name the line.
+  const int pp = deck.parallel.pp;
+  if (schedule.kind == "interleaved-1f1b" && schedule.microbatches % pp != 0) {
+    const int below = schedule.microbatches / pp * pp;
+    where.fail("schedule.microbatches",
+               "schedule.microbatches = " + std::to_string(schedule.microbatches) +
+                   " must be a multiple of parallel.pp = " + std::to_string(pp) +
+                   " for schedule.kind = \"interleaved-1f1b\"; use " +
+                   (below > 0 ? std::to_string(below) + " or " : "") + std::to_string(below + pp) +
+                   ", or another kind");
   }
 }
 
@@ -163,6 +206,7 @@ void check_relations(const Deck& deck, const KeyLocations& where) {
   check_model_shape(deck, where);
   check_parallel(deck, where);
   check_schedule(deck, where);
+  check_stage_layers(deck, where);
   check_train(deck, where);
   check_data(deck, where);
   check_checkpoint(deck, where);

@@ -151,19 +151,39 @@ KeySpec input_path(std::string section, std::string name, Section Deck::*part, s
           }};
 }
 
-template <class Section>
-KeySpec integer_list(std::string section, std::string name, Section Deck::*part,
-                     std::vector<int> Section::*field, std::int64_t min) {
-  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
-            const auto* array = node.as_array();
-            if (array == nullptr) site.fail("must be an array of integers like [2, 2], got " + describe(node));
-            std::vector<int> values;
-            for (const toml::node& element : *array) {
-              const KeySite element_site{site.key + "[" + std::to_string(values.size()) + "]", site.location,
-                                         site.base_dir};
-              values.push_back(static_cast<int>(read_integer(element, element_site, min, largest<int>())));
+std::vector<int> read_integer_list(const toml::node& node, const KeySite& site, std::int64_t min,
+                                   const std::string& alternative) {
+  const auto* array = node.as_array();
+  if (array == nullptr) {
+    site.fail("must be an array of integers like [2, 2]" + alternative + ", got " + describe(node));
+  }
+  std::vector<int> values;
+  for (const toml::node& element : *array) {
+    const KeySite element_site{site.key + "[" + std::to_string(values.size()) + "]", site.location, site.base_dir};
+    values.push_back(static_cast<int>(read_integer(element, element_site, min, largest<int>())));
+  }
+  return values;
+}
+
+// parallel.stage_layers: layer counts per virtual stage, or the word "balanced" (the plan module
+// then splits the layers so that the embedding and the head + loss weigh on their stages).
+KeySpec stage_layers() {
+  return {"parallel", "stage_layers", [](const toml::node& node, Deck& deck, const KeySite& site) {
+            const std::string balanced = "balanced";
+            const std::string alternative = " (layers per stage) or the string \"balanced\"";
+            ParallelConfig& parallel = deck.parallel;
+            if (const auto* word = node.as_string()) {
+              if (**word != balanced) {
+                const bool near = closest_word(**word, {balanced}).has_value();
+                site.fail("must be an array of integers like [2, 2]" + alternative + ", got " + describe(node) +
+                          (near ? "; did you mean \"balanced\"?" : ""));
+              }
+              parallel.stage_layers.clear();
+              parallel.stage_layers_balanced = true;
+              return;
             }
-            (deck.*part).*field = std::move(values);
+            parallel.stage_layers = read_integer_list(node, site, 1, alternative);
+            parallel.stage_layers_balanced = false;
           }};
 }
 
@@ -183,15 +203,20 @@ const std::vector<KeySpec>& deck_keys() {
       integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
       choice("parallel", "order", &Deck::parallel, &ParallelConfig::order,
              {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}),
-      integer_list("parallel", "stage_layers", &Deck::parallel, &ParallelConfig::stage_layers, 1),
+      stage_layers(),
       integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
       real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
 
+      // The kinds of schedule/schedule.hpp's schedule_kinds(); deck cannot depend on schedule.
       choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind,
-             {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"}),
+             {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"}),
       integer("schedule", "microbatches", &Deck::schedule, &ScheduleConfig::microbatches, 1),
       integer("schedule", "micro_batch_size", &Deck::schedule, &ScheduleConfig::micro_batch_size, 1),
       integer("schedule", "virtual_stages", &Deck::schedule, &ScheduleConfig::virtual_stages, 1),
+      choice("schedule", "recompute", &Deck::schedule, &ScheduleConfig::recompute,
+             std::vector<std::string>{"none", "full"}),
+      real("schedule", "timeout_s", &Deck::schedule, &ScheduleConfig::timeout_s, kPositive),
+      real("schedule", "auto_memory_limit", &Deck::schedule, &ScheduleConfig::auto_memory_limit, kNonNegative),
 
       integer("train", "steps", &Deck::train, &TrainConfig::steps, 1),
       integer("train", "seed", &Deck::train, &TrainConfig::seed, 0),
@@ -218,6 +243,12 @@ const std::vector<KeySpec>& deck_keys() {
 
       directory("output", "dir", &Deck::output, &OutputConfig::dir),
       integer("output", "log_every", &Deck::output, &OutputConfig::log_every, 1),
+
+      boolean("emulate", "enabled", &Deck::emulate, &EmulateConfig::enabled),
+      real("emulate", "forward_ms", &Deck::emulate, &EmulateConfig::forward_ms, kNonNegative),
+      real("emulate", "backward_ms", &Deck::emulate, &EmulateConfig::backward_ms, kNonNegative),
+      real("emulate", "input_grad_ms", &Deck::emulate, &EmulateConfig::input_grad_ms, kNonNegative),
+      real("emulate", "weight_grad_ms", &Deck::emulate, &EmulateConfig::weight_grad_ms, kNonNegative),
   };
   return keys;
 }

@@ -1,12 +1,20 @@
-// <output.dir>/timeline.h5 (DESIGN.md "Timeline"): root attributes describing the run and the
-// /steps table, one 1-D dataset per StepRecord field, so that f["steps"]["loss"] reads losses.
-// Written by rank 0 alone and flushed after every step, so a crash keeps the finished steps.
+// <output.dir>/timeline.h5 (DESIGN.md "Timeline"): root attributes describing the run, the /steps
+// table (one 1-D dataset per StepRecord field, so that f["steps"]["loss"] reads losses) and the
+// /events table (one 1-D dataset per EventRow field, so that f["events"]["kind"] reads the kinds).
+// Written by rank 0 alone.
+//
+// Crash safety: the file is only changed right before an H5Fflush, never left with unflushed
+// HDF5 state between calls. So a run that dies keeps a readable file holding every step appended
+// so far and every event written by the last flush() (or automatic batch write, see below).
+// Events appended after that are lost with the process, which is the price of not flushing them
+// every step.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/timeline_event.hpp"
 #include "io/hdf5_attributes.hpp"
 #include "io/hdf5_columns.hpp"
 #include "io/hdf5_handle.hpp"
@@ -27,10 +35,29 @@ struct StepRecord {
   std::int64_t peak_activation_bytes = 0;
 };
 
+// One /events row: an event and who recorded it when. The /events datasets are rank, tp, pp, dp,
+// step (int32), kind (16-byte null-padded ASCII string, event_kind_name), microbatch, chunk
+// (int32), t_start, t_end (float64 seconds on the run's common clock) and bytes (int64).
+struct EventRow {
+  std::int32_t rank = 0;  // world rank
+  std::int32_t tp = 0;    // the rank's coordinates in the process grid
+  std::int32_t pp = 0;
+  std::int32_t dp = 0;
+  std::int32_t step = 0;
+  TimelineEvent event;
+};
+
 class TimelineWriter {
  public:
-  // Creates (truncating) `path` with the root attributes and an empty /steps table.
+  // Width of the fixed-length /events/kind strings (the longest name, ALLREDUCE_EMB, has 13).
+  static constexpr std::size_t kKindBytes = 16;
+  // Pending events written without waiting for flush() once this many have accumulated: bounds
+  // the memory held between checkpoints (about 4 MiB) while keeping writes large.
+  static constexpr std::size_t kMaxPendingEvents = std::size_t{1} << 16;
+
+  // Creates (truncating) `path` with the root attributes and empty /steps and /events tables.
   TimelineWriter(const std::string& path, const Attributes& root_attributes);
+  // Writes the pending events (best effort: a destructor cannot report a failure).
   ~TimelineWriter();
   TimelineWriter(const TimelineWriter&) = delete;
   TimelineWriter& operator=(const TimelineWriter&) = delete;
@@ -38,13 +65,31 @@ class TimelineWriter {
   // Adds one row to every /steps dataset and flushes the file.
   void append_step(const StepRecord& record);
 
-  std::int64_t steps_written() const { return columns_.front().rows(); }
+  // Queues `rows` for /events: costs a copy into memory, no HDF5 call, unless the queue reaches
+  // kMaxPendingEvents, when it is written out and flushed like flush() does.
+  void append_events(const std::vector<EventRow>& rows);
+
+  // Writes the queued events (one extent change and one write per /events dataset) and flushes
+  // the file. The trainer calls it at checkpoints and at the end of the run.
+  void flush();
+
+  std::int64_t steps_written() const { return step_columns_.front().rows(); }
+  // Events in the file so far; events_pending() more are queued for the next write.
+  std::int64_t events_written() const { return event_columns_.front().rows(); }
+  std::int64_t events_pending() const { return static_cast<std::int64_t>(pending_events_.size()); }
 
  private:
+  void write_pending_events();
+  void flush_file(const std::string& after);
+
   std::string path_;
   Hdf5Handle file_;   // declared first: closed last, after the objects inside it
   Hdf5Handle steps_;
-  std::vector<Hdf5Column> columns_;  // in the order of the StepRecord fields
+  Hdf5Handle events_;
+  Hdf5Handle kind_type_;  // the fixed-length string type of /events/kind
+  std::vector<Hdf5Column> step_columns_;   // in the order of the StepRecord fields
+  std::vector<Hdf5Column> event_columns_;  // in the order of kEventFields (timeline_writer.cpp)
+  std::vector<EventRow> pending_events_;
 };
 
 }  // namespace trident

@@ -12,7 +12,8 @@ namespace {
 
 // Carves the stash tensors out of `base` in order; returns the number of floats used. With a null
 // base it only counts, so the size and the layout come from the same list.
-std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, Activations& a) {
+std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const ModelChunk& chunk,
+                  StashContent content, Activations& a) {
   const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
   const std::size_t H = local.heads, attn = local.attn_width, mlp = local.mlp_width, V = local.vocab_rows;
@@ -23,7 +24,8 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, Activ
     return p;
   };
   a.encoded = take(BT * C);
-  a.layers.resize(cfg.layers);
+  if (content == StashContent::inputs) return used;
+  a.layers.resize(chunk.num_layers);
   for (LayerActivations& l : a.layers) {
     l.ln1 = take(BT * C);
     l.ln1_mean = take(BT);
@@ -39,6 +41,7 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, Activ
     l.fch_gelu = take(BT * mlp);
     l.residual3 = take(BT * C);
   }
+  if (!chunk.head) return used;
   a.lnf = take(BT * C);
   a.lnf_mean = take(BT);
   a.lnf_rstd = take(BT);
@@ -47,33 +50,50 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, Activ
   return used;
 }
 
-std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size) {
+std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
+                         StashContent content) {
   Activations layout;
-  return carve(nullptr, cfg, micro_batch_size, tp_size, layout);
+  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, layout);
 }
 
-std::size_t token_count(const ModelConfig& cfg, int micro_batch_size) {
-  return static_cast<std::size_t>(micro_batch_size) * cfg.seq_len;
+// Token ids kept with the floats: the inputs of the embedding chunk, and under recomputation the
+// targets of the head chunk.
+std::size_t stashed_ids(const ModelConfig& cfg, int micro_batch_size, const ModelChunk& chunk, StashContent content) {
+  const std::size_t tokens = static_cast<std::size_t>(micro_batch_size) * cfg.seq_len;
+  const bool targets = content == StashContent::inputs && chunk.head;
+  return tokens * ((chunk.embedding ? 1 : 0) + (targets ? 1 : 0));
 }
 
 }  // namespace
 
-std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size) {
-  return stash_floats(cfg, micro_batch_size, tp_size) * sizeof(float) + token_count(cfg, micro_batch_size) * sizeof(int);
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
+                        StashContent content) {
+  return stash_floats(cfg, micro_batch_size, tp_size, chunk, content) * sizeof(float) +
+         stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
 }
 
-ActivationArena::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size)
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size) {
+  return stash_bytes(cfg, micro_batch_size, tp_size, whole_model(cfg));
+}
+
+ActivationArena::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
+                                 StashContent content, ActivationMemory* memory)
     : cfg_(cfg),
       micro_batch_size_(micro_batch_size),
       tp_size_(tp_size),
-      slot_floats_(stash_floats(cfg, micro_batch_size, tp_size)),
-      slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size)) {}
+      chunk_(chunk),
+      content_(content),
+      memory_(memory),
+      slot_floats_(stash_floats(cfg, micro_batch_size, tp_size, chunk, content)),
+      slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size, chunk, content)) {}
 
 ActivationArena::Slot ActivationArena::make_slot() const {
   Slot slot;
   slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
-  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, slot.activations);
-  slot.activations.tokens = IntBuffer("activation_tokens", token_count(cfg_, micro_batch_size_));
+  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, slot.activations);
+  const std::size_t tokens = static_cast<std::size_t>(micro_batch_size_) * cfg_.seq_len;
+  if (chunk_.embedding) slot.activations.tokens = IntBuffer("activation_tokens", tokens);
+  if (content_ == StashContent::inputs && chunk_.head) slot.activations.targets = IntBuffer("activation_targets", tokens);
   return slot;
 }
 
@@ -94,6 +114,10 @@ Activations& ActivationArena::acquire(int microbatch) {
   free->microbatch = microbatch;
   ++in_flight_;
   peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+  if (memory_) {
+    memory_->current += slot_bytes_;
+    memory_->peak = std::max(memory_->peak, memory_->current);
+  }
   return free->activations;
 }
 
@@ -108,6 +132,7 @@ void ActivationArena::release(int microbatch) {
   if (!slot) throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is not in flight");
   slot->in_use = false;
   --in_flight_;
+  if (memory_) memory_->current -= slot_bytes_;
 }
 
 }  // namespace trident

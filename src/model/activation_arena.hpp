@@ -1,6 +1,10 @@
 // The activations one micro-batch's forward pass stashes for its backward pass, and the arena
 // that holds one stash per micro-batch in flight. A stash is one flat float buffer carved into
-// named tensors (llm.c's ActivationTensors) plus the micro-batch's input tokens.
+// named tensors (llm.c's ActivationTensors) plus the micro-batch's input tokens. It covers one
+// model chunk (model_chunk.hpp): its input, its blocks, and the head's tensors when it has the head.
+//
+// Under full recomputation a second arena keeps only each chunk's inputs (StashContent::inputs):
+// the input hidden states (or tokens) and the targets, from which backward re-runs the forward.
 //
 // The list below is the activation-memory formula the planner uses; keep the two in sync.
 #pragma once
@@ -11,6 +15,7 @@
 
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
+#include "model/model_chunk.hpp"
 
 namespace trident {
 
@@ -31,23 +36,39 @@ struct LayerActivations {
 };
 
 struct Activations {
-  float* encoded;  // [B, T, C] token + position embedding
-  std::vector<LayerActivations> layers;
-  float* lnf;       // [B, T, C]
+  float* encoded;  // [B, T, C] the chunk's input: token + position embedding, or the previous chunk's output
+  std::vector<LayerActivations> layers;  // the chunk's blocks, in order
+  float* lnf;       // [B, T, C]   (head chunk only, like the four below)
   float* lnf_mean;  // [B, T]
   float* lnf_rstd;  // [B, T]
   float* probs;     // [B, T, ⌈V/tp⌉] this TP rank's logits, then softmax − onehot(target)
                     // (see kernels/cross_entropy.hpp); padding columns are never written
   float* losses;    // [B, T]
-  IntBuffer tokens;  // [B, T] input tokens (int32), for the embedding's backward pass
+  IntBuffer tokens;   // [B, T] input tokens (int32), for the embedding's backward pass (embedding chunk)
+  IntBuffer targets;  // [B, T] targets (inputs stash of the head chunk only: the loss is recomputed)
 };
 
-// Bytes of one micro-batch's stash on each rank of a TP group of tp_size.
+enum class StashContent { all, inputs };
+
+// Bytes of one micro-batch's stash of `chunk` (default: the whole model) on each rank of a TP
+// group of tp_size.
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size = 1);
+std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
+                        StashContent content = StashContent::all);
+
+// Activation bytes held by all the arenas of one rank, and their high-water mark.
+struct ActivationMemory {
+  std::size_t current = 0;
+  std::size_t peak = 0;
+};
 
 class ActivationArena {
  public:
-  ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size);
+  // `memory` (optional) is shared by the arenas of one rank so that their total peak is known.
+  ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
+                  StashContent content = StashContent::all, ActivationMemory* memory = nullptr);
+  ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size)
+      : ActivationArena(cfg, micro_batch_size, tp_size, whole_model(cfg)) {}
 
   // The stash for `microbatch`, which must not be in flight yet. A free slot is reused; memory is
   // allocated only when every slot is in use, so a steady state of micro-batches allocates nothing.
@@ -73,6 +94,9 @@ class ActivationArena {
   ModelConfig cfg_;
   int micro_batch_size_;
   int tp_size_;
+  ModelChunk chunk_;
+  StashContent content_;
+  ActivationMemory* memory_;
   std::size_t slot_floats_;
   std::size_t slot_bytes_;
   std::deque<Slot> slots_;  // a deque keeps references to slots valid as it grows

@@ -9,45 +9,88 @@
 // stay identical on every rank. Forward all-reduces the embedding and each c_proj output; backward
 // all-reduces the gradient entering each column-parallel layer and the tied head's input gradient.
 // With a group of one rank this is exactly the single-rank model.
+//
+// Pipeline parallelism: a rank holds only its chunks of the model (model_chunk.hpp), one per
+// virtual stage it serves; forward and backward run one chunk for one micro-batch, taking the
+// previous chunk's output or the next chunk's input gradient as a buffer and writing their own.
+// Zero-bubble schedules split backward: backward(..., WeightGrads::deferred) computes only the
+// input gradient (I) and records the weight-gradient GEMMs, which weight_grad() runs later (W).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "comm/comm.hpp"
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
+#include "model/model_chunk.hpp"
 #include "model/param_store.hpp"
 
 namespace trident {
+
+// Adds to `params` (not yet allocated) the tensors `chunks` need, in model order, with their global
+// shapes and how each is split across the TP ranks (see the comment above). wte serves both the
+// embedding and the tied head.
+void add_gpt_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks);
+
+enum class WeightGrads { now, deferred };
+enum class Recompute { none, full };  // full: stash only each chunk's input, re-run forward in backward
 
 class Gpt {
  public:
   // micro_batch_size sequences of cfg.seq_len tokens per forward/backward. tp: the tensor-parallel
   // group (make_local_comm() for none); it must outlive the model, and every rank of it makes the
   // same forward/backward calls in the same order (they are collective). cfg.heads % tp.size()
-  // must be 0 (std::invalid_argument otherwise).
-  Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp);
+  // must be 0 (std::invalid_argument otherwise). chunks: the pieces of the model this rank holds,
+  // in the order of its virtual stages (default: the whole model as one chunk).
+  Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
+      std::vector<ModelChunk> chunks = {}, Recompute recompute = Recompute::none);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
 
-  // One micro-batch, identified by `microbatch` (any id; several may be in flight, as pipeline
-  // schedules need). inputs/targets: device buffers of micro_batch_size × seq_len token ids, the
-  // same on every TP rank. forward() stashes its activations in the arena under that id and
-  // returns the sum (not the mean) of the per-token cross-entropy losses, the same on every TP
-  // rank. backward() of the same id accumulates into params().grads the gradient of
-  // loss_scale × (that sum) and frees the stash; with loss_scale = 1 / (tokens in the global batch)
-  // a step's gradients are those of the mean loss.
-  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets);
-  // grads_ready, when given, is called during backward each time a contiguous range
-  // [offset, offset + count) of params().grads has received this micro-batch's last contribution
-  // (ln_f, then the blocks from last to first, then the embeddings): data parallelism starts
-  // reducing those gradients while backward goes on. A range is reported after every TP
+  // Device buffers of one chunk's forward pass. tokens: the embedding chunk's micro_batch_size ×
+  // seq_len input ids; targets: the head chunk's; input: [B·T·C] hidden states from the previous
+  // chunk (chunks without the embedding); output: receives this chunk's [B·T·C] output (chunks
+  // without the head).
+  struct ForwardIO {
+    const IntBuffer* tokens = nullptr;
+    const IntBuffer* targets = nullptr;
+    const float* input = nullptr;
+    float* output = nullptr;
+  };
+  // output_grad: [B·T·C] gradient w.r.t. this chunk's output (chunks without the head);
+  // input_grad: receives the gradient w.r.t. its input (chunks without the embedding).
+  struct BackwardIO {
+    const float* output_grad = nullptr;
+    float* input_grad = nullptr;
+  };
+
+  // One chunk and one micro-batch, identified by `microbatch` (any id; several may be in flight,
+  // as pipeline schedules need). forward() stashes its activations under that id and returns, on
+  // the head chunk, the sum (not the mean) of the per-token cross-entropy losses, the same on every
+  // TP rank (0 on other chunks). backward() of the same id accumulates into params().grads the
+  // gradient of loss_scale × (that sum) and frees the stash; with loss_scale = 1 / (tokens in the
+  // global batch) a step's gradients are those of the mean loss. With WeightGrads::deferred the
+  // weight gradients (and the stash) wait for weight_grad() of the same chunk and micro-batch.
+  //
+  // grads_ready, when given, is called each time a contiguous range [offset, offset + count) of
+  // params().grads has received this micro-batch's last contribution (ln_f, then the blocks from
+  // last to first, then wpe; never wte, whose tied copies the caller sums first): data parallelism
+  // starts reducing those gradients while backward goes on. A range is reported after every TP
   // collective it depends on has completed.
   using GradsReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
+  double forward(int chunk, int microbatch, const ForwardIO& io);
+  void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io,
+                WeightGrads weight_grads = WeightGrads::now, const GradsReadyFn& grads_ready = {});
+  void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready = {});
+
+  // The whole model on one rank (a single chunk with the embedding and the head): inputs/targets
+  // are micro_batch_size × seq_len token ids. backward() also reports wte through grads_ready.
+  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets);
   void backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready = {});
 
   void zero_grads();
@@ -55,9 +98,11 @@ class Gpt {
   ParamStore& params();
   const ParamStore& params() const;
   const ModelConfig& config() const;
+  const std::vector<ModelChunk>& chunks() const;
   int micro_batch_size() const;
 
-  // Bytes of the activation arena: currently held and the high-water mark since construction.
+  // Bytes of activation stashes (and deferred weight-gradient inputs) on this rank: currently held
+  // and the high-water mark since construction.
   std::size_t activation_bytes() const;
   std::size_t peak_activation_bytes() const;
 

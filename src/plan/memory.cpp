@@ -1,5 +1,6 @@
 #include "plan/memory.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -40,21 +41,34 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
          (last_stage ? head_and_loss : 0);
 }
 
-RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int stage) {
+std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage) {
+  const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len;
+  return first_stage ? bt : bt * model.d_model;
+}
+
+RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int rank) {
   const int tp = deck.parallel.tp;
+  const int pp = deck.parallel.pp;
   const int last = static_cast<int>(stages.size()) - 1;
-  const StageLayers& layers = stages.at(stage);
-  const std::int64_t weight_bytes =
-      4 * stage_params(deck.model, layers, stage == 0, stage == last, tp).total();
+  const int mbs = deck.schedule.micro_batch_size;
+  const bool recompute = deck.schedule.recompute == "full";
   RankMemory memory;
-  memory.weight_bytes = weight_bytes;
-  memory.grad_bytes = weight_bytes;
-  memory.optimizer_bytes = 2 * weight_bytes;
-  memory.activation_bytes_per_microbatch =
-      4 * activation_floats_per_microbatch(deck.model, deck.schedule.micro_batch_size,
-                                           layers.first_layer, layers.num_layers, stage == 0,
-                                           stage == last, tp);
-  memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, stage, last + 1);
+  for (int stage = rank; stage <= last; stage += pp) {  // the rank's chunks: every pp-th virtual stage
+    const StageLayers& layers = stages.at(stage);
+    const bool first = stage == 0;
+    memory.weight_bytes += 4 * stage_params(deck.model, layers, first, stage == last, tp).total();
+    const std::int64_t stash = 4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer,
+                                                                    layers.num_layers, first, stage == last, tp);
+    if (recompute) {
+      memory.activation_bytes_per_microbatch += 4 * recompute_floats_per_microbatch(deck.model, mbs, first);
+      memory.recompute_bytes = std::max(memory.recompute_bytes, stash);
+    } else {
+      memory.activation_bytes_per_microbatch += stash;
+    }
+  }
+  memory.grad_bytes = memory.weight_bytes;
+  memory.optimizer_bytes = 2 * memory.weight_bytes;
+  memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, rank, pp);
   return memory;
 }
 

@@ -30,18 +30,33 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
                                               int first_layer, int num_layers, bool first_stage,
                                               bool last_stage, int tp = 1);
 
+// 4-byte words that one micro-batch stashes on one chunk with schedule.recompute = "full": only
+// the chunk's input, B*T*C (the first virtual stage: the B*T token ids); the rest is recomputed
+// from it just before the chunk's backward.
+std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage);
+
 struct RankMemory {
   std::int64_t weight_bytes = 0;
   std::int64_t grad_bytes = 0;
   std::int64_t optimizer_bytes = 0;  // AdamW m + v
+  // Stash of one micro-batch on every chunk of the rank (recompute: the chunks' inputs only).
   std::int64_t activation_bytes_per_microbatch = 0;
-  int in_flight_microbatches = 0;
+  // Micro-batches of a whole rank in flight at the peak (pipeline_theory.hpp); fractional for
+  // interleaved schedules, which hold chunks of micro-batches.
+  double in_flight_microbatches = 0.0;
+  // recompute = "full": the full stash of the largest chunk, rebuilt for its backward. 0 otherwise.
+  std::int64_t recompute_bytes = 0;
 
-  std::int64_t activation_bytes() const { return in_flight_microbatches * activation_bytes_per_microbatch; }
+  std::int64_t activation_bytes() const {
+    return static_cast<std::int64_t>(in_flight_microbatches * static_cast<double>(activation_bytes_per_microbatch)) +
+           recompute_bytes;
+  }
   std::int64_t total_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes(); }
 };
 
-// Peak memory of any rank of pipeline stage `stage` (all TP and DP ranks of a stage are alike).
-RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int stage);
+// Peak memory of any rank of pipeline rank `rank` (all TP and DP ranks of a stage are alike).
+// `stages` is a partition_layers result with pp * v entries (v = chunks per rank, the deck's
+// schedule.virtual_stages); the rank holds stages[rank], stages[rank + pp], ...
+RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int rank);
 
 }  // namespace trident

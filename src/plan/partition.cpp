@@ -1,54 +1,113 @@
 #include "plan/partition.hpp"
 
 #include <numeric>
+#include <queue>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/error.hpp"
+#include "plan/model_size.hpp"
 
 namespace trident {
 namespace {
 
-std::vector<int> uniform_layer_counts(const ModelConfig& model, const ParallelConfig& parallel) {
-  if (parallel.pp < 1 || parallel.pp > model.layers) {
-    throw InputError("parallel.pp = " + std::to_string(parallel.pp) + " with model.layers = " +
-                     std::to_string(model.layers) + ": every pipeline stage needs at least one layer; " +
-                     "use 1 <= parallel.pp <= " + std::to_string(model.layers));
+std::string str(std::int64_t value) { return std::to_string(value); }
+
+// "parallel.pp = 4" or "parallel.pp = 4 x schedule.virtual_stages = 2": what sets the piece count.
+std::string pieces_text(const ParallelConfig& parallel, int chunks) {
+  std::string text = "parallel.pp = " + str(parallel.pp);
+  if (chunks > 1) text += " x schedule.virtual_stages = " + str(chunks);
+  return text;
+}
+
+int checked_piece_count(const ModelConfig& model, const ParallelConfig& parallel, int chunks) {
+  if (chunks < 1) throw std::invalid_argument("partition_layers: chunks = " + str(chunks) + ", expected >= 1");
+  const std::int64_t pieces = std::int64_t{parallel.pp} * chunks;
+  if (parallel.pp < 1 || pieces > model.layers) {
+    throw InputError(pieces_text(parallel, chunks) + " with model.layers = " + str(model.layers) +
+                     ": every pipeline stage needs at least one layer; use 1 <= " +
+                     (chunks > 1 ? "pp * virtual_stages" : std::string("parallel.pp")) + " <= " +
+                     str(model.layers));
   }
-  const int base = model.layers / parallel.pp;
-  const int stages_with_extra_layer = model.layers % parallel.pp;
-  std::vector<int> counts(parallel.pp, base);
-  for (int stage = 0; stage < stages_with_extra_layer; ++stage) ++counts[stage];
+  return static_cast<int>(pieces);
+}
+
+std::vector<int> uniform_layer_counts(int layers, int pieces) {
+  std::vector<int> counts(pieces, layers / pieces);
+  for (int piece = 0; piece < layers % pieces; ++piece) ++counts[piece];
   return counts;
 }
 
-const std::vector<int>& checked_explicit_layer_counts(const ModelConfig& model,
-                                                      const ParallelConfig& parallel) {
+// Water-filling: one layer each, then every further layer to the cheapest piece (earliest on a
+// tie). Exact for min-max because all layers cost the same (see partition.hpp).
+std::vector<int> balanced_layer_counts(const ModelConfig& model, int pieces) {
+  const ForwardFlops flops = forward_flops_per_token(model);
+  std::vector<double> extra(pieces, 0.0);  // in layers
+  extra.front() += flops.embedding / flops.layer;
+  extra.back() += flops.head / flops.layer;
+  std::vector<int> counts(pieces, 1);
+  using Entry = std::pair<double, int>;  // (cost after one more layer, piece): smallest first
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> cheapest;
+  for (int piece = 0; piece < pieces; ++piece) cheapest.push({counts[piece] + 1 + extra[piece], piece});
+  for (int left = model.layers - pieces; left > 0; --left) {
+    const int piece = cheapest.top().second;
+    cheapest.pop();
+    ++counts[piece];
+    cheapest.push({counts[piece] + 1 + extra[piece], piece});
+  }
+  return counts;
+}
+
+const std::vector<int>& checked_explicit_layer_counts(const ModelConfig& model, const ParallelConfig& parallel,
+                                                      int pieces, int chunks) {
   const std::vector<int>& counts = parallel.stage_layers;
-  const std::string valid = "give one positive layer count per stage, summing to model.layers = " +
-                            std::to_string(model.layers) + " (or leave it out for a uniform split)";
-  if (static_cast<int>(counts.size()) != parallel.pp) {
-    throw InputError("parallel.stage_layers has " + std::to_string(counts.size()) +
-                     " entries but parallel.pp = " + std::to_string(parallel.pp) + ": " + valid);
+  const std::string valid = "give one positive layer count per " +
+                            std::string(chunks > 1 ? "virtual stage (model order)" : "stage") +
+                            ", summing to model.layers = " + str(model.layers) +
+                            " (or \"balanced\", or leave it out for a uniform split)";
+  if (static_cast<int>(counts.size()) != pieces) {
+    throw InputError("parallel.stage_layers has " + str(static_cast<std::int64_t>(counts.size())) +
+                     " entries but " + pieces_text(parallel, chunks) + ": " + valid);
   }
   for (std::size_t stage = 0; stage < counts.size(); ++stage) {
     if (counts[stage] < 1) {
-      throw InputError("parallel.stage_layers[" + std::to_string(stage) + "] = " +
-                       std::to_string(counts[stage]) + ": " + valid);
+      throw InputError("parallel.stage_layers[" + str(static_cast<std::int64_t>(stage)) + "] = " +
+                       str(counts[stage]) + ": " + valid);
     }
   }
-  const int sum = std::accumulate(counts.begin(), counts.end(), 0);
-  if (sum != model.layers) {
-    throw InputError("parallel.stage_layers sums to " + std::to_string(sum) + ": " + valid);
-  }
+  const std::int64_t sum = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+  if (sum != model.layers) throw InputError("parallel.stage_layers sums to " + str(sum) + ": " + valid);
   return counts;
 }
 
 }  // namespace
 
-std::vector<StageLayers> partition_layers(const ModelConfig& model, const ParallelConfig& parallel) {
-  const std::vector<int> counts = parallel.stage_layers.empty()
-                                      ? uniform_layer_counts(model, parallel)
-                                      : checked_explicit_layer_counts(model, parallel);
+ForwardFlops forward_flops_per_token(const ModelConfig& model) {
+  const double c = model.d_model;
+  const double t = model.seq_len;
+  const double v = model.vocab;
+  return {.layer = 2.0 * static_cast<double>(block_params(model)) + 2.0 * t * c,
+          .embedding = c,
+          .head = 2.0 * v * c + 8.0 * c + 5.0 * v};
+}
+
+double stage_forward_flops_per_token(const ModelConfig& model, const StageLayers& stage, bool first,
+                                     bool last) {
+  const ForwardFlops flops = forward_flops_per_token(model);
+  return stage.num_layers * flops.layer + (first ? flops.embedding : 0.0) + (last ? flops.head : 0.0);
+}
+
+std::vector<StageLayers> partition_layers(const ModelConfig& model, const ParallelConfig& parallel, int chunks) {
+  const int pieces = checked_piece_count(model, parallel, chunks);
+  std::vector<int> counts;
+  if (!parallel.stage_layers.empty()) {
+    counts = checked_explicit_layer_counts(model, parallel, pieces, chunks);
+  } else if (parallel.stage_layers_balanced) {
+    counts = balanced_layer_counts(model, pieces);
+  } else {
+    counts = uniform_layer_counts(model.layers, pieces);
+  }
   std::vector<StageLayers> stages;
   int first_layer = 0;
   for (int count : counts) {
@@ -56,6 +115,16 @@ std::vector<StageLayers> partition_layers(const ModelConfig& model, const Parall
     first_layer += count;
   }
   return stages;
+}
+
+std::vector<StageLayers> rank_chunks(const std::vector<StageLayers>& stages, int pp, int rank) {
+  if (pp < 1 || rank < 0 || rank >= pp || stages.size() % pp != 0) {
+    throw std::invalid_argument("rank_chunks: rank " + str(rank) + " of pp " + str(pp) + " with " +
+                                str(static_cast<std::int64_t>(stages.size())) + " virtual stages");
+  }
+  std::vector<StageLayers> chunks;
+  for (std::size_t stage = rank; stage < stages.size(); stage += pp) chunks.push_back(stages[stage]);
+  return chunks;
 }
 
 }  // namespace trident

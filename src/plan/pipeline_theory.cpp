@@ -4,14 +4,24 @@
 
 namespace trident {
 
-int in_flight_microbatches(const ScheduleConfig& schedule, int stage, int stages) {
-  if (stages == 1) return 1;
-  if (schedule.kind == "gpipe") return schedule.microbatches;
-  return std::min(stages - stage, schedule.microbatches);
+double in_flight_microbatches(const ScheduleConfig& schedule, int stage, int stages) {
+  const int m = schedule.microbatches;
+  if (schedule.kind == "gpipe") return m;
+  if (stages == 1) return 1.0;
+  if (schedule.kind == "interleaved-1f1b") {
+    const int v = schedule.virtual_stages;
+    const int warm_up = 2 * (stages - stage - 1) + (v - 1) * stages;
+    return static_cast<double>(std::min(warm_up + 1, m * v)) / v;
+  }
+  if (schedule.kind == "auto") {
+    const double limit = schedule.auto_memory_limit > 0.0 ? schedule.auto_memory_limit : stages;
+    return std::min(limit, static_cast<double>(m));
+  }
+  return std::min(stages - stage, m);
 }
 
-double theoretical_bubble(int stages, int microbatches) {
-  return static_cast<double>(stages - 1) / (microbatches + stages - 1);
+double theoretical_bubble(int stages, int microbatches, int chunks) {
+  return static_cast<double>(stages - 1) / (static_cast<double>(chunks) * microbatches + stages - 1);
 }
 
 }  // namespace trident

@@ -5,12 +5,20 @@
 
 namespace trident {
 
-// Micro-batches whose activations stage `stage` (0-based, of `stages`) holds at its peak.
-// One stage: 1 (each micro-batch runs forward then backward). gpipe: all m forwards run before the
-// first backward. 1f1b: min(p - s, m). Other kinds use the 1f1b number until their generators exist.
-int in_flight_microbatches(const ScheduleConfig& schedule, int stage, int stages);
+// Micro-batches whose activations pipeline rank `stage` (0-based, of `stages`) holds at its peak,
+// counted in micro-batches of a whole rank: with v chunks per rank, chunks in flight / v.
+//   gpipe              m: all forwards run before the first backward (one stage too)
+//   other kinds, one stage: 1 (each micro-batch runs forward then backward)
+//   1f1b, zb-h1        min(p - s, m) (zb-h1 keeps 1F1B's memory; its W only fill bubbles)
+//   interleaved-1f1b   Megatron's warm-up plus one: min(2 (p - s - 1) + (v - 1) p + 1, m v) chunks / v
+//   auto               not known without simulating; the bound auto respects,
+//                      min(auto_memory_limit or p, m) (schedule/schedule_report.hpp shows the choice)
+// The schedule module's simulator counts the same peaks from the generated lists.
+double in_flight_microbatches(const ScheduleConfig& schedule, int stage, int stages);
 
-// Idle fraction of gpipe and 1f1b with p stages and m micro-batches: (p - 1) / (m + p - 1).
-double theoretical_bubble(int stages, int microbatches);
+// Idle fraction of gpipe and 1f1b with p stages and m micro-batches: (p - 1) / (m + p - 1); with
+// v chunks per rank, Megatron's interleaved-1f1b: (p - 1) / (v m + p - 1) (each of the p - 1 fill
+// and drain steps lasts one chunk, 1/v of a stage). Equal stage costs and free messages assumed.
+double theoretical_bubble(int stages, int microbatches, int chunks = 1);
 
 }  // namespace trident

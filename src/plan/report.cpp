@@ -46,6 +46,34 @@ std::string layer_range(const StageLayers& stage) {
   return stage.num_layers == 1 ? str(last) : str(stage.first_layer) + "-" + str(last);
 }
 
+// The layer ranges of all of a rank's chunks: "0-1" or, interleaved, "0-1,4-5".
+std::string rank_layer_ranges(const std::vector<StageLayers>& stages, int pp, int rank) {
+  std::string text;
+  for (const StageLayers& chunk : rank_chunks(stages, pp, rank)) {
+    if (!text.empty()) text += ',';
+    text += layer_range(chunk);
+  }
+  return text;
+}
+
+std::string fixed(double value, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// Whole numbers as such ("16"), fractions with two decimals ("5.50").
+std::string count_text(double value) {
+  return value == static_cast<double>(static_cast<std::int64_t>(value)) ? str(static_cast<std::int64_t>(value))
+                                                                         : fixed(value, 2);
+}
+
+// Chunks per rank that the plan partitions for. "auto" picks its chunks by simulating schedules
+// (the schedule module, which plan cannot use): planned as one chunk unless the caller resolved it.
+int planned_chunks(const ScheduleConfig& schedule) {
+  return schedule.kind == "auto" ? 1 : schedule.virtual_stages;
+}
+
 // The deck's grid, with dp derived from `ranks` when the user asked for another world size.
 Deck deck_for_world_size(const Deck& deck, int ranks, std::vector<std::string>& notes) {
   const ParallelConfig& grid = deck.parallel;
@@ -98,29 +126,59 @@ std::string stage_contents(const ModelConfig& model, const StageLayers& stage, b
   return text;
 }
 
+std::string split_title(const Deck& deck, int pieces) {
+  const ParallelConfig& parallel = deck.parallel;
+  if (!parallel.stage_layers.empty()) return "explicit parallel.stage_layers";
+  if (parallel.stage_layers_balanced) {
+    const ForwardFlops flops = forward_flops_per_token(deck.model);
+    const double embedding = flops.embedding / flops.layer;
+    return "balanced for compute: ln_f + head + loss weigh " + fixed(flops.head / flops.layer, 2) +
+           " layers, the embedding " + (embedding < 0.01 ? "< 0.01" : fixed(embedding, 2));
+  }
+  return "uniform split: the first L mod " + str(pieces) + " stages get one extra layer";
+}
+
 void print_parameters(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const ModelConfig& model = deck.model;
   const int tp = deck.parallel.tp;
+  const int pp = deck.parallel.pp;
+  const bool interleaved = static_cast<int>(stages.size()) > pp;
   out << "\nParameters\n";
   print_fields(out, {{"total", exact_and_human(total_params(model)) +
                                    (model.tie_embeddings ? ", tied head counted once" : "")},
                      {"non-embedding", exact_and_human(non_embedding_params(model)) + ", blocks + ln_f"}});
 
-  out << "\nStages (" << (deck.parallel.stage_layers.empty()
-                              ? "uniform split: the first L mod p stages get one extra layer"
-                              : "explicit parallel.stage_layers")
-      << ")\n";
-  TextTable table({"stage", "layers", "holds", "params", "per TP rank (tp " + str(tp) + ")"}, 3);
+  out << "\nStages (" << split_title(deck, static_cast<int>(stages.size())) << ")\n";
+  if (interleaved) {
+    out << "  " << stages.size()
+        << " virtual stages in model order; virtual stage i is chunk i / pp of rank i mod pp\n";
+  }
+  std::vector<std::string> headers = {"stage", "layers", "holds", "compute", "params",
+                                      "per TP rank (tp " + str(tp) + ")"};
+  if (interleaved) headers.insert(headers.begin() + 1, "rank.chunk");
+  TextTable table(headers, interleaved ? 4 : 3);
+  const double layer_flops = forward_flops_per_token(model).layer;
   const int last = static_cast<int>(stages.size()) - 1;
   for (int s = 0; s <= last; ++s) {
     const bool first_stage = s == 0;
     const bool last_stage = s == last;
-    table.add_row({str(s), layer_range(stages[s]),
-                   stage_contents(model, stages[s], first_stage, last_stage),
-                   exact_and_human(stage_params(model, stages[s], first_stage, last_stage).total()),
-                   exact_and_human(stage_params(model, stages[s], first_stage, last_stage, tp).total())});
+    std::vector<std::string> row = {
+        str(s), layer_range(stages[s]), stage_contents(model, stages[s], first_stage, last_stage),
+        fixed(stage_forward_flops_per_token(model, stages[s], first_stage, last_stage) / layer_flops, 2),
+        exact_and_human(stage_params(model, stages[s], first_stage, last_stage).total()),
+        exact_and_human(stage_params(model, stages[s], first_stage, last_stage, tp).total())};
+    if (interleaved) row.insert(row.begin() + 1, str(s % pp) + "." + str(s / pp));
+    table.add_row(std::move(row));
   }
   table.print(out);
+  out << "  compute: forward FLOPs per token in layers (embedding and ln_f + head + loss included)\n";
+  if (interleaved) {
+    for (int rank = 0; rank < pp; ++rank) {
+      int layers = 0;
+      for (const StageLayers& chunk : rank_chunks(stages, pp, rank)) layers += chunk.num_layers;
+      out << "  rank " << rank << ": layers " << rank_layer_ranges(stages, pp, rank) << " (" << layers << ")\n";
+    }
+  }
   if (model.tie_embeddings && last > 0) {
     out << "  The tied head stores a second copy of wte on stage " << last
         << "; its gradient is summed\n  with stage 0's before the optimizer step.\n";
@@ -150,32 +208,53 @@ void print_step(std::ostream& out, const Deck& deck) {
 }
 
 void print_schedule(std::ostream& out, const Deck& deck) {
+  const ScheduleConfig& schedule = deck.schedule;
   const int p = deck.parallel.pp;
-  const int m = deck.schedule.microbatches;
+  const int m = schedule.microbatches;
+  const int v = planned_chunks(schedule);
+  std::string bubble = percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
+                       str(m + p - 1) + " (gpipe/1f1b formula)";
+  if (schedule.kind == "interleaved-1f1b") {
+    bubble = percent(theoretical_bubble(p, m, v)) + " = (p-1)/(v*m+p-1) = " + str(p - 1) + "/" +
+             str(v * m + p - 1) + " (interleaved, Megatron)";
+  } else if (schedule.kind == "zb-h1" || schedule.kind == "auto") {
+    bubble = "below 1f1b's " + percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
+             str(m + p - 1) + " (simulated in the schedule table)";
+  }
+  std::string kind = schedule.kind;
+  if (kind == "auto") {
+    kind += " (the lowest simulated bubble within " +
+            (schedule.auto_memory_limit > 0 ? count_text(schedule.auto_memory_limit) : str(p)) +
+            " micro-batches of activations, up to " + str(schedule.virtual_stages) + " chunks per rank)";
+  }
+  Fields fields = {{"kind", kind},
+                   {"stages p", str(p)},
+                   {"micro-batches m", str(m) + " (micro_batch_size " + str(schedule.micro_batch_size) + ")"},
+                   {"virtual stages", str(v) + (v > 1 ? " chunks per rank" : "")},
+                   {"bubble (theory)", bubble}};
+  if (schedule.recompute == "full") {
+    fields.push_back({"recompute", "full: keep each chunk's input, recompute the rest before its backward"});
+  }
   out << "\nSchedule\n";
-  print_fields(out, {{"kind", deck.schedule.kind},
-                     {"stages p", str(p)},
-                     {"micro-batches m", str(m) + " (micro_batch_size " +
-                                             str(deck.schedule.micro_batch_size) + ")"},
-                     {"virtual stages", str(deck.schedule.virtual_stages)},
-                     {"bubble (theory)", percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " +
-                                             str(p - 1) + "/" + str(m + p - 1) +
-                                             " (gpipe/1f1b formula)"}});
+  print_fields(out, fields);
 }
 
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
-  out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch)\n";
-  TextTable table({"stage", "weights", "grads", "AdamW m+v", "act/micro-batch", "in flight",
+  const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
+  out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch"
+      << (deck.schedule.recompute == "full" ? " + one chunk recomputed" : "") << ")\n";
+  TextTable table({interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v", "act/micro-batch", "in flight",
                    "activations", "total"});
-  for (int s = 0; s < static_cast<int>(stages.size()); ++s) {
-    const RankMemory memory = rank_memory(deck, stages, s);
-    table.add_row({str(s), human_bytes(memory.weight_bytes), human_bytes(memory.grad_bytes),
+  for (int rank = 0; rank < deck.parallel.pp; ++rank) {
+    const RankMemory memory = rank_memory(deck, stages, rank);
+    table.add_row({str(rank), human_bytes(memory.weight_bytes), human_bytes(memory.grad_bytes),
                    human_bytes(memory.optimizer_bytes),
                    human_bytes(memory.activation_bytes_per_microbatch),
-                   str(memory.in_flight_microbatches), human_bytes(memory.activation_bytes()),
+                   count_text(memory.in_flight_microbatches), human_bytes(memory.activation_bytes()),
                    human_bytes(memory.total_bytes())});
   }
   table.print(out);
+  if (interleaved) out << "  in flight: micro-batches of a whole rank (chunks in flight / chunks per rank)\n";
 }
 
 // Groups along one axis are arithmetic progressions of ranks, written as {first..last step s}.
@@ -218,7 +297,7 @@ void print_rank_layout(std::ostream& out, const ParallelConfig& grid,
   TextTable table({"rank", "tp", "pp", "dp", "stage layers"});
   const auto add_rank = [&](int rank) {
     const GridCoords c = rank_to_coords(rank, grid);
-    table.add_row({str(rank), str(c.tp), str(c.pp), str(c.dp), layer_range(stages[c.pp])});
+    table.add_row({str(rank), str(c.tp), str(c.pp), str(c.dp), rank_layer_ranges(stages, grid.pp, c.pp)});
   };
   if (ranks <= kFullRankTableLimit) {
     for (int rank = 0; rank < ranks; ++rank) add_rank(rank);
@@ -233,11 +312,12 @@ void print_rank_layout(std::ostream& out, const ParallelConfig& grid,
 
 }  // namespace
 
-void print_plan(std::ostream& out, const Deck& requested, int ranks) {
+void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::vector<std::string>& extra_notes) {
   std::vector<std::string> notes;
   const Deck deck = deck_for_world_size(requested, ranks, notes);
+  notes.insert(notes.end(), extra_notes.begin(), extra_notes.end());
   const ParallelConfig& grid = deck.parallel;
-  const std::vector<StageLayers> stages = partition_layers(deck.model, grid);
+  const std::vector<StageLayers> stages = partition_layers(deck.model, grid, planned_chunks(deck.schedule));
 
   // Composed first and written whole, so a deck error found mid-way leaves no half-printed plan.
   std::ostringstream plan;

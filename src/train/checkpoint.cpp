@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <ostream>
 
 #include "io/checkpoint_writer.hpp"
@@ -30,14 +32,38 @@ std::string checkpoint_dir(const Deck& deck) {
   return (dir.is_absolute() ? dir : std::filesystem::path(deck.output.dir) / dir).string();
 }
 
-void save_model_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, int step,
-                           std::ostream& log) {
+void save_model_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params,
+                           const std::vector<ParamStore>& stage_layouts, int step, std::ostream& log) {
   const bool writer = grid.world_rank == 0;
   std::vector<NamedTensor> tensors;
   std::vector<float> whole;
-  for (const ParamTensor& tensor : params.tensors()) {
-    gather_full_tensor(tensor, params.values, *grid.tp, whole);  // collective over the tp group
-    if (writer) tensors.push_back({tensor.name, tensor.global_shape, whole});
+  // Replicas along dp hold identical values: the dp = 0 replica sends its stages' tensors.
+  if (grid.coords.dp == 0) {
+    for (int stage = 0; stage < grid.config.pp; ++stage) {
+      int index = 0;
+      for (const ParamTensor& layout : stage_layouts[stage].tensors()) {
+        // The last stage's tied wte is the first stage's, and stage 0 writes it.
+        if (stage > 0 && layout.name == "wte.weight") continue;
+        const int tag = index++;
+        if (grid.coords.pp == stage) {
+          gather_full_tensor(params.find(layout.name), params.values, *grid.tp, whole);  // collective over tp
+          if (stage > 0 && grid.coords.tp == 0) {
+            FloatBuffer message("checkpoint_tensor", whole.size());
+            Kokkos::deep_copy(message, HostFloatBuffer(whole.data(), whole.size()));
+            grid.pp->send_async(message.data(), whole.size(), 0, tag)->wait();
+          }
+        }
+        if (writer) {
+          if (stage > 0) {
+            FloatBuffer message("checkpoint_tensor", static_cast<std::size_t>(std::accumulate(layout.global_shape.begin(), layout.global_shape.end(), std::int64_t{1}, std::multiplies<>())));
+            grid.pp->recv_async(message.data(), message.extent(0), stage, tag)->wait();
+            whole.resize(message.extent(0));
+            Kokkos::deep_copy(HostFloatBuffer(whole.data(), whole.size()), message);
+          }
+          tensors.push_back({layout.name, layout.global_shape, whole});
+        }
+      }
+    }
   }
   if (writer) {
     const std::string dir = checkpoint_dir(deck);

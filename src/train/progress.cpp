@@ -17,8 +17,8 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-ProgressPrinter::ProgressPrinter(std::ostream& out, int total_steps, int log_every)
-    : out_(out), total_steps_(total_steps), log_every_(log_every) {}
+ProgressPrinter::ProgressPrinter(std::ostream& out, int total_steps, int log_every, bool show_bubble)
+    : out_(out), total_steps_(total_steps), log_every_(log_every), show_bubble_(show_bubble) {}
 
 void ProgressPrinter::step(const StepRecord& r) {
   elapsed_s_ += r.step_time_s;
@@ -26,12 +26,14 @@ void ProgressPrinter::step(const StepRecord& r) {
   if (!due) return;
   const double eta_s = elapsed_s_ / static_cast<double>(r.step) * static_cast<double>(total_steps_ - r.step);
   const int width = static_cast<int>(std::to_string(total_steps_).size());
-  char line[256];
+  char bubble[32] = "";
+  if (show_bubble_) std::snprintf(bubble, sizeof bubble, " | bubble %5.1f%%", r.bubble * 100.0);
+  char line[320];
   std::snprintf(line, sizeof line,
                 "step %*lld/%d | loss %.4f | lr %.2e | grad norm %.3f | %8.1f ms | %9.0f tok/s | "
-                "%7.1f GFLOP/s | MFU %5.1f%% | ETA %s",
+                "%7.1f GFLOP/s | MFU %5.1f%%%s | ETA %s",
                 width, static_cast<long long>(r.step), total_steps_, r.loss, r.lr, r.grad_norm,
-                r.step_time_s * 1e3, r.tokens_per_s, r.achieved_gflops, r.mfu * 100.0,
+                r.step_time_s * 1e3, r.tokens_per_s, r.achieved_gflops, r.mfu * 100.0, bubble,
                 format_duration(eta_s).c_str());
   out_ << line << std::endl;
 }

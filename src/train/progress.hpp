@@ -9,7 +9,8 @@ namespace trident {
 
 class ProgressPrinter {
  public:
-  ProgressPrinter(std::ostream& out, int total_steps, int log_every);
+  // show_bubble: add the step's measured pipeline bubble (runs with more than one stage).
+  ProgressPrinter(std::ostream& out, int total_steps, int log_every, bool show_bubble = false);
   // Prints the line for this step when it is due (every log_every steps, the first and the last).
   void step(const StepRecord& record);
 
@@ -17,6 +18,7 @@ class ProgressPrinter {
   std::ostream& out_;
   int total_steps_;
   int log_every_;
+  bool show_bubble_;
   double elapsed_s_ = 0.0;
 };
 

@@ -1,6 +1,10 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -18,11 +22,21 @@
 #include "io/timeline_writer.hpp"
 #include "kernels/gemm.hpp"
 #include "model/gpt.hpp"
+#include "pipeline/emulated_stage.hpp"
+#include "pipeline/executor.hpp"
+#include "pipeline/model_stage.hpp"
+#include "pipeline/stage_chunks.hpp"
 #include "optim/adamw.hpp"
 #include "optim/grad_norm.hpp"  // clip_factor
 #include "optim/learning_rate.hpp"
 #include "plan/model_size.hpp"
+#include "plan/partition.hpp"
+#include "plan/pipeline_theory.hpp"
+#include "schedule/schedule.hpp"
+#include "schedule/schedule_report.hpp"
 #include "train/checkpoint.hpp"
+#include "train/clock_sync.hpp"
+#include "train/event_log.hpp"
 #include "train/progress.hpp"
 
 namespace trident {
@@ -45,15 +59,52 @@ void check_world_size(const Deck& deck, MPI_Comm world) {
     throw InputError("SLURM_NTASKS = " + std::string(tasks) + " but MPI sees a world of " +
                      std::to_string(world_size) +
                      " rank(s): the tasks did not join one MPI job (use srun --mpi=pmix or mpirun)");
-  if (grid.pp > 1)
-    throw InputError(deck.path + ": parallel.pp = " + std::to_string(grid.pp) +
-                     ": pipeline parallelism is not implemented in this version; use parallel.pp = 1 "
-                     "(tensor and data parallelism work)");
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Gpt& model, GradientSync& sync) {
   if (deck.parallel.zero == 1) return std::make_unique<ShardedAdamW>(sync, deck.train);
   return std::make_unique<AdamW>(model.params(), deck.train);
+}
+
+Schedule checked(Schedule schedule) {
+  if (const std::string problem = find_schedule_problem(schedule); !problem.empty())
+    throw std::logic_error("the " + schedule.kind + " generator made an invalid schedule: " + problem);
+  return schedule;
+}
+
+// The tensors each pipeline stage holds, for gathering checkpoints to rank 0.
+std::vector<ParamStore> stage_layouts(const Deck& deck, const Schedule& schedule,
+                                      const std::vector<StageLayers>& partition) {
+  std::vector<ParamStore> layouts(deck.parallel.pp);
+  for (int stage = 0; stage < deck.parallel.pp; ++stage)
+    add_gpt_parameters(layouts[stage], deck.model, stage_chunks(schedule, partition, stage));
+  return layouts;
+}
+
+// Device buffers for the token ids of every micro-batch of a step.
+std::vector<IntBuffer> microbatch_buffers(const Deck& deck, const char* name) {
+  std::vector<IntBuffer> buffers;
+  for (int j = 0; j < deck.schedule.microbatches; ++j)
+    buffers.emplace_back(std::string(name), static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len);
+  return buffers;
+}
+
+// The stage partition and the schedule with its predicted bubble, for the start-up banner.
+std::string describe_pipeline(const Deck& deck, const Schedule& schedule, const std::vector<StageLayers>& partition,
+                              double predicted_bubble) {
+  std::ostringstream out;
+  out << "  stages  ";
+  for (std::size_t vs = 0; vs < partition.size(); ++vs)
+    out << (vs ? " | " : "") << "layers " << partition[vs].first_layer << "-" << partition[vs].end_layer() - 1;
+  if (schedule.chunks > 1) out << "  (virtual stage i on pipeline rank i mod " << schedule.stages << ")";
+  out << "\n  schedule " << schedule.kind << (deck.schedule.kind == "auto" ? " (chosen by auto)" : "") << ", p "
+      << schedule.stages << ", m " << schedule.microbatches << ", v " << schedule.chunks << ": predicted bubble "
+      << std::fixed << std::setprecision(1) << 100.0 * predicted_bubble << "% (simulated";
+  if (schedule.chunks == 1 && (schedule.kind == "1f1b" || schedule.kind == "gpipe"))
+    out << "; textbook (p-1)/(m+p-1) = " << 100.0 * theoretical_bubble(schedule.stages, schedule.microbatches) << "%";
+  out << ")" << (deck.emulate.enabled ? ", EMULATED compute" : "")
+      << (deck.schedule.recompute == "full" ? ", full recomputation" : "") << "\n";
+  return out.str();
 }
 
 }  // namespace
@@ -66,15 +117,37 @@ struct Trainer::State {
         log(l),
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp),
-        model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp),
+        schedule(checked(deck_schedule(d))),
+        partition(partition_layers(d.model, d.parallel, schedule.chunks)),
+        layouts(stage_layouts(d, schedule, partition)),
+        model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp,
+              stage_chunks(schedule, partition, grid.coords.pp),
+              d.schedule.recompute == "full" ? Recompute::full : Recompute::none),
         sync(model.params(), *grid.dp, static_cast<std::size_t>(d.parallel.bucket_mb * (1 << 20)),
              d.parallel.zero == 1),
         optimizer(make_optimizer(d, model, sync)),
-        inputs("inputs", static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len),
-        targets("targets", inputs.size()),
-        host_inputs(Kokkos::create_mirror_view(inputs)),
-        host_targets(Kokkos::create_mirror_view(targets)),
+        inputs(microbatch_buffers(d, "inputs")),
+        targets(microbatch_buffers(d, "targets")),
+        host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
+        host_targets(Kokkos::create_mirror(targets[0])),
+        clock(w),
+        executor(schedule, *grid.pp,
+                 {static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len * d.model.d_model,
+                  d.schedule.timeout_s, [this] { return now(); },
+                  [this](const std::string& what) { abort_job(what); }}),
+        compute(d.emulate.enabled
+                    ? std::unique_ptr<StageCompute>(std::make_unique<EmulatedStage>(d.emulate))
+                    : std::make_unique<ModelStage>(model, inputs, targets,
+                                                   1.0f / static_cast<float>(d.tokens_per_step()), sync.hook())),
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())) {}
+
+  double now() const { return clock.now(); }
+  [[noreturn]] void abort_job(const std::string& what) const {
+    std::cerr << "trident: world rank " << grid.world_rank << " (tp " << grid.coords.tp << ", pp " << grid.coords.pp
+              << ", dp " << grid.coords.dp << "): watchdog: " << what << ". Aborting the job." << std::endl;
+    MPI_Abort(world, kExitRuntimeFailure);
+    std::abort();
+  }
 
   bool is_root() const { return grid.world_rank == 0; }
 
@@ -83,13 +156,22 @@ struct Trainer::State {
   ProcessGrid grid;
   std::ostream& log;
   BatchWindows windows;
+  Schedule schedule;
+  std::vector<StageLayers> partition;  // layers of every virtual stage
+  std::vector<ParamStore> layouts;     // the tensors of every pipeline stage
   Gpt model;
   GradientSync sync;
   std::unique_ptr<Optimizer> optimizer;
-  IntBuffer inputs, targets;
+  std::vector<IntBuffer> inputs, targets;  // per micro-batch
   HostIntBuffer host_inputs, host_targets;
+  RunClock clock;  // one time axis for every rank's events
+  PipelineExecutor executor;
+  std::unique_ptr<StageCompute> compute;
   double flops_per_step;
   double gemm_peak_gflops = 0.0;
+  const ParamTensor* wte = nullptr;  // this rank's copy of the tied embedding, if any
+  double predicted_bubble = 0.0;     // the simulator's, for the deck's costs
+  EventLog events;                   // this rank's events of the step in progress
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
 
@@ -98,6 +180,10 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
   const ParallelConfig& grid = deck.parallel;
+
+  for (const ParamTensor& tensor : s.model.params().tensors())
+    if (tensor.name == "wte.weight") s.wte = &tensor;
+  s.predicted_bubble = simulate(s.schedule, deck_action_costs(deck, s.schedule.chunks)).bubble;
 
   const BlasInfo blas = blas_info();
   const std::string layout = describe_rank_layout(world, s.grid);
@@ -111,7 +197,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
           << layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
           << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
           << " tokens/step, " << s.windows.windows() << " windows of data (" << s.windows.stream().source << ")\n"
-          << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s)\n"
+          << describe_pipeline(deck, s.schedule, s.partition, s.predicted_bubble) << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s)\n"
           << "  measuring sgemm peak ..." << std::flush;
   }
   s.gemm_peak_gflops = measure_gemm_peak_gflops();
@@ -130,7 +216,10 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
             {"schedule", deck.schedule.kind},
             {"p", std::int64_t{grid.pp}},
             {"m", std::int64_t{deck.schedule.microbatches}},
-            {"virtual_stages", std::int64_t{deck.schedule.virtual_stages}},
+            {"virtual_stages", std::int64_t{s.schedule.chunks}},
+            {"schedule_kind", s.schedule.kind},  // what auto chose
+            {"predicted_bubble", s.predicted_bubble},
+            {"emulated", std::int64_t{deck.emulate.enabled ? 1 : 0}},
             {"tp", std::int64_t{grid.tp}},
             {"pp", std::int64_t{grid.pp}},
             {"dp", std::int64_t{grid.dp}},
@@ -157,29 +246,43 @@ void Trainer::run() {
   State& s = *state_;
   const Deck& deck = s.deck;
   const int microbatches = deck.schedule.microbatches;
-  const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
-  ProgressPrinter progress(s.log, deck.train.steps, deck.output.log_every);
+  ProgressPrinter progress(s.log, deck.train.steps, deck.output.log_every, deck.parallel.pp > 1);
 
   for (int step = 1; step <= deck.train.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     s.model.zero_grads();
-    double loss_sum = 0.0;
     for (int mb = 0; mb < microbatches; ++mb) {
       s.windows.fill(step, s.grid.coords.dp, mb, s.host_inputs.data(), s.host_targets.data());
-      Kokkos::deep_copy(s.inputs, s.host_inputs);
-      Kokkos::deep_copy(s.targets, s.host_targets);
-      loss_sum += s.model.forward(mb, s.inputs, s.targets);
-      // Gradients become final during the last micro-batch's backward: reduce them as they do.
-      const bool last = mb == microbatches - 1;
-      s.model.backward(mb, loss_scale, last ? s.sync.hook() : Gpt::GradsReadyFn{});
+      Kokkos::deep_copy(s.inputs[mb], s.host_inputs);
+      Kokkos::deep_copy(s.targets[mb], s.host_targets);
     }
+    PipelineStepResult pipeline = s.executor.run_step(*s.compute);
+    s.events.events() = std::move(pipeline.events);
+    // The tied wte's two copies (first and last stage) each hold part of its gradient: sum them,
+    // then let data parallelism reduce it with the rest.
+    if (const ParamTensor* wte = s.wte) {
+      const double t0 = s.now();
+      s.grid.embedding->all_reduce_sum(wte->in(s.model.params().grads), wte->size);
+      if (s.grid.embedding->size() > 1)
+        s.events.record({EventKind::allreduce_embedding, -1, -1, t0, s.now(),
+                                   static_cast<std::int64_t>(wte->size * sizeof(float))});
+      s.sync.on_grads_ready(wte->offset, wte->size);
+    }
+    const double reduce_start = s.now();
     s.sync.finish();
-    // Every tp rank holds the whole loss (vocab-parallel cross-entropy); replicas hold their share.
-    const double loss = s.grid.dp->all_reduce_sum(loss_sum) / static_cast<double>(deck.tokens_per_step());
+    if (s.grid.dp->size() > 1) s.events.record({EventKind::allreduce_dp, -1, -1, reduce_start, s.now(), 0});
+    // The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas
+    // hold their share.
+    const double loss_sum = s.grid.pp->all_reduce_sum(s.grid.dp->all_reduce_sum(pipeline.loss_sum));
+    const double loss = loss_sum / static_cast<double>(deck.tokens_per_step());
     const double grad_norm = global_grad_norm(s.sync, s.grid);
     const double lr = learning_rate(step, deck.train);
+    const double optimizer_start = s.now();
     s.optimizer->step(s.model.params(), step, lr, static_cast<float>(clip_factor(grad_norm, deck.train.grad_clip)));
     Kokkos::fence();
+    s.events.record({EventKind::optimizer, -1, -1, optimizer_start, s.now(), 0});
+    const std::vector<EventRow> rows =
+        gather_events(s.world, s.events, s.grid.coords.tp, s.grid.coords.pp, s.grid.coords.dp, step);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     if (s.is_root()) {
@@ -193,16 +296,19 @@ void Trainer::run() {
       record.grad_norm = grad_norm;
       record.step_time_s = seconds;
       record.tokens_per_s = static_cast<double>(deck.tokens_per_step()) / seconds;
-      record.bubble = 0.0;  // one pipeline stage: nothing to wait for
+      record.bubble = measured_bubble(rows, s.grid.world_size);
       record.achieved_gflops = s.flops_per_step / seconds / 1e9;
       record.mfu = record.achieved_gflops / (s.gemm_peak_gflops * s.grid.world_size);
       record.dp_exposed_s = s.sync.last_exposed_seconds();
       record.peak_activation_bytes = static_cast<std::int64_t>(s.model.peak_activation_bytes());
+      s.timeline->append_events(rows);
       s.timeline->append_step(record);
       progress.step(record);
     }
-    if (step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0))
-      save_model_checkpoint(deck, s.grid, s.model.params(), step, s.log);
+    if (step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0)) {
+      if (s.is_root()) s.timeline->flush();
+      save_model_checkpoint(deck, s.grid, s.model.params(), s.layouts, step, s.log);
+    }
   }
   if (s.is_root()) s.log << "done: " << deck.train.steps << " steps; timeline " << deck.output.dir << "/timeline.h5\n";
 }

@@ -82,6 +82,23 @@ DECK_CASES = [
     ("microbatches_zero", {"schedule.microbatches": "0"}, ["schedule.microbatches", "at least 1"]),
     ("virtual_stages_without_interleaving", {"schedule.virtual_stages": "2"},
      ["schedule.virtual_stages", "interleaved-1f1b"]),
+    ("interleaved_with_one_chunk", {"schedule.kind": '"interleaved-1f1b"'},
+     ["schedule.kind", "virtual_stages >= 2"]),
+    ("interleaved_microbatches_not_a_multiple_of_pp",
+     {"model.layers": "4", "parallel.pp": "2", "schedule.kind": '"interleaved-1f1b"', "schedule.virtual_stages": "2",
+      "schedule.microbatches": "3"}, ["schedule.microbatches", "multiple of parallel.pp = 2"]),
+    ("stage_layers_misspelt_balanced", {"parallel.stage_layers": '"balance"'},
+     ["parallel.stage_layers", 'did you mean "balanced"?']),
+    ("stage_layers_per_virtual_stage",
+     {"model.layers": "4", "parallel.pp": "2", "schedule.kind": '"interleaved-1f1b"', "schedule.virtual_stages": "2",
+      "schedule.microbatches": "2", "parallel.stage_layers": "[2, 2]"}, ["parallel.stage_layers", "4 virtual stages"]),
+    ("schedule_kind_misspelt_auto", {"schedule.kind": '"atuo"'}, ["schedule.kind", 'did you mean "auto"?']),
+    ("recompute_unknown", {"schedule.recompute": '"selective"'}, ["schedule.recompute", '"full"']),
+    ("timeout_zero", {"schedule.timeout_s": "0"}, ["schedule.timeout_s", "greater than 0"]),
+    ("auto_memory_limit_negative", {"schedule.auto_memory_limit": "-2"}, ["schedule.auto_memory_limit", "at least 0"]),
+    ("emulate_forward_negative", {"emulate.forward_ms": "-1"}, ["emulate.forward_ms", "at least 0"]),
+    ("emulate_enabled_string", {"emulate.enabled": '"yes"'}, ["emulate.enabled", "true or false"]),
+    ("emulate_key_misspelt", {"emulate.backwards_ms": "3"}, ["emulate.backwards_ms", "did you mean `emulate.backward_ms`?"]),
     ("steps_zero", {"train.steps": "0"}, ["train.steps", "at least 1"]),
     ("seed_negative", {"train.seed": "-1"}, ["train.seed", "at least 0"]),
     ("lr_negative", {"train.lr": "-3e-4"}, ["train.lr", "greater than 0"]),
@@ -142,6 +159,9 @@ OVERRIDE_CASES = [
     ("set_key_without_section", "check", ["lr=3e-4"], ["--set lr=3e-4", "section.key"]),
     ("set_relation_broken", "check", ["parallel.tp=3"], ["--set parallel.tp=3", "parallel.tp"]),
     ("plan_set_bad_value", "plan", ["train.beta1=1.5"], ["--set train.beta1=1.5", "train.beta1"]),
+    ("plan_auto_memory_limit_too_small", "plan",
+     ["parallel.pp=2", "schedule.kind=auto", "schedule.auto_memory_limit=0.5"],
+     ["schedule.kind", "auto", "memory limit"]),
     ("run_set_bad_value", "run", ["train.steps=0"], ["--set train.steps=0", "train.steps"]),
 ]
 
@@ -173,6 +193,7 @@ ARGUMENT_CASES = [
     ("ranks_missing_its_value", ["plan", "DECK", "--ranks"], ["--ranks"]),
     ("ranks_for_run", ["run", "DECK", "--ranks", "4"], ["--ranks"]),
     ("unknown_option", ["check", "DECK", "--frobnicate"], ["--frobnicate"]),
+    ("show_schedule_for_check", ["check", "DECK", "--show-schedule"], ["--show-schedule", "plan"]),
 ]
 
 
@@ -201,3 +222,16 @@ def test_base_deck_is_valid(trident, tmp_path):
 def test_ready_deck_is_valid(trident, tmp_path, deck):
     result = run_trident(trident, ["check", str(deck)], tmp_path)
     assert result.returncode == 0, result.stderr
+    assert "schedule " in result.stdout, result.stdout
+
+
+def test_plan_shows_the_schedule_table_and_diagram(trident, tmp_path):
+    deck = tmp_path / "deck.toml"
+    deck.write_text(deck_text({"parallel.pp": "2", "schedule.microbatches": "4"}))
+    result = run_trident(trident, ["plan", str(deck), "--show-schedule"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Schedules for p = 2, m = 4" in result.stdout, result.stdout
+    assert re.search(r"^\s+\*\s+1f1b\s", result.stdout, re.MULTILINE), result.stdout
+    assert "rank 1 |" in result.stdout, result.stdout
+    plain = run_trident(trident, ["plan", str(deck)], tmp_path)
+    assert plain.returncode == 0 and "rank 1 |" not in plain.stdout, plain.stdout

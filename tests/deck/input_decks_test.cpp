@@ -44,7 +44,11 @@ TEST(InputDecks, TinyIsTheCiDeck) {
   EXPECT_DOUBLE_EQ(deck.train.weight_decay, 0.1);
   EXPECT_EQ(deck.output.dir, "runs/tiny");
   EXPECT_EQ(deck.output.log_every, 10);
-  EXPECT_EQ(deck.parallel.world_size(), 1);
+  // A real 3D grid: tp 2 x pp 2 (one layer per stage) x dp 2.
+  EXPECT_EQ(deck.parallel.tp, 2);
+  EXPECT_EQ(deck.parallel.pp, 2);
+  EXPECT_EQ(deck.parallel.dp, 2);
+  EXPECT_EQ(deck.schedule.kind, "1f1b");
 }
 
 TEST(InputDecks, SmallIsTheBenchmarkShape) {

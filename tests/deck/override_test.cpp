@@ -16,6 +16,13 @@ TEST(DeckOverride, ValuesAreParsedAsToml) {
   EXPECT_EQ(deck.output.dir, "runs/x");
 }
 
+TEST(DeckOverride, StageLayersBalancedAsABareWordReplacesTheFilesList) {
+  const Deck deck = parse(std::string(kMinimalDeck) + "[parallel]\npp = 2\nstage_layers = [1, 3]\n",
+                          {"parallel.stage_layers=balanced"});
+  EXPECT_TRUE(deck.parallel.stage_layers_balanced);
+  EXPECT_TRUE(deck.parallel.stage_layers.empty());
+}
+
 TEST(DeckOverride, TextThatIsNotTomlIsABareString) {
   const Deck deck = parse(kMinimalDeck, {"schedule.kind=gpipe", "train.decay=linear", "output.dir=runs/a b",
                                          "parallel.order=dp-tp-pp", "checkpoint.resume=none"});

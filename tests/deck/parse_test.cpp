@@ -138,9 +138,12 @@ TEST(DeckParse, EnumChoicesMapToTheirValues) {
   EXPECT_EQ(parse(base + "decay = \"cosine\"\n").train.decay, LrDecay::cosine);
   EXPECT_EQ(parse(base + "decay = \"linear\"\n").train.decay, LrDecay::linear);
   EXPECT_EQ(parse(base + "decay = \"constant\"\n").train.decay, LrDecay::constant);
-  for (const char* kind : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"}) {
-    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + kind + "\"\n").schedule.kind, kind);
+  for (const std::string kind : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"}) {
+    const std::string chunks = kind == "interleaved-1f1b" ? "virtual_stages = 2\n" : "";
+    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + kind + "\"\n" + chunks).schedule.kind, kind);
   }
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"full\"\n").schedule.recompute, "full");
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"none\"\n").schedule.recompute, "none");
   for (const char* order : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
     EXPECT_EQ(parse(std::string(kMinimalDeck) + "[parallel]\norder = \"" + order + "\"\n").parallel.order, order);
   }
@@ -165,7 +168,59 @@ TEST(DeckParse, BoundaryValuesAreValid) {
 
 TEST(DeckParse, InterleavedScheduleTakesVirtualStages) {
   const Deck deck = parse(std::string(kMinimalDeck) +
-                          "[parallel]\npp = 2\n[schedule]\nkind = \"interleaved-1f1b\"\nvirtual_stages = 2\n");
+                          "[parallel]\npp = 2\n[schedule]\nkind = \"interleaved-1f1b\"\nvirtual_stages = 2\n"
+                          "microbatches = 4\n");
+  EXPECT_EQ(deck.schedule.virtual_stages, 2);
+}
+
+TEST(DeckParse, ScheduleAndEmulateKeysLandInTheirFields) {
+  const Deck defaults;
+  const Deck minimal = parse(kMinimalDeck);
+  EXPECT_EQ(minimal.schedule.recompute, "none");
+  EXPECT_EQ(minimal.schedule.timeout_s, defaults.schedule.timeout_s);
+  EXPECT_EQ(minimal.schedule.auto_memory_limit, 0.0);
+  EXPECT_FALSE(minimal.emulate.enabled);
+  EXPECT_EQ(minimal.emulate.forward_ms, defaults.emulate.forward_ms);
+  EXPECT_FALSE(minimal.parallel.stage_layers_balanced);
+
+  const Deck deck = parse(std::string(kMinimalDeck) +
+                          "[schedule]\nkind = \"auto\"\nvirtual_stages = 2\nrecompute = \"full\"\n"
+                          "timeout_s = 12.5\nauto_memory_limit = 3\n"
+                          "[emulate]\nenabled = true\nforward_ms = 1.5\nbackward_ms = 3\n"
+                          "input_grad_ms = 0\nweight_grad_ms = 2.25\n");
+  EXPECT_EQ(deck.schedule.kind, "auto");
+  EXPECT_EQ(deck.schedule.virtual_stages, 2);
+  EXPECT_EQ(deck.schedule.recompute, "full");
+  EXPECT_DOUBLE_EQ(deck.schedule.timeout_s, 12.5);
+  EXPECT_DOUBLE_EQ(deck.schedule.auto_memory_limit, 3.0);
+  EXPECT_TRUE(deck.emulate.enabled);
+  EXPECT_DOUBLE_EQ(deck.emulate.forward_ms, 1.5);
+  EXPECT_DOUBLE_EQ(deck.emulate.backward_ms, 3.0);
+  EXPECT_DOUBLE_EQ(deck.emulate.input_grad_ms, 0.0);
+  EXPECT_DOUBLE_EQ(deck.emulate.weight_grad_ms, 2.25);
+}
+
+TEST(DeckParse, StageLayersBalanced) {
+  const Deck deck = parse(std::string(kMinimalDeck) + "[parallel]\npp = 3\nstage_layers = \"balanced\"\n");
+  EXPECT_TRUE(deck.parallel.stage_layers_balanced);
+  EXPECT_TRUE(deck.parallel.stage_layers.empty());
+  // Any layer count splits: 4 layers on 3 stages is fine with "balanced".
+  EXPECT_EQ(deck.parallel.pp, 3);
+}
+
+// pp x virtual_stages entries; a list given by --set replaces the file's "balanced".
+TEST(DeckParse, StageLayersListsEveryVirtualStageWhenInterleaved) {
+  const Deck deck = parse(std::string(kMinimalDeck) +
+                          "[parallel]\npp = 2\nstage_layers = \"balanced\"\n"
+                          "[schedule]\nkind = \"interleaved-1f1b\"\nvirtual_stages = 2\nmicrobatches = 2\n",
+                          {"parallel.stage_layers=[1, 1, 1, 1]"});
+  EXPECT_EQ(deck.parallel.stage_layers, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_FALSE(deck.parallel.stage_layers_balanced);
+}
+
+TEST(DeckParse, AutoTakesVirtualStagesAsItsMostChunks) {
+  const Deck deck = parse(std::string(kMinimalDeck) + "[parallel]\npp = 2\n[schedule]\nkind = \"auto\"\n"
+                                                      "virtual_stages = 2\nmicrobatches = 3\n");
   EXPECT_EQ(deck.schedule.virtual_stages, 2);
 }
 

@@ -31,7 +31,7 @@ std::pair<std::string, int> deck_with(const std::vector<Assignment>& assignments
   std::map<std::string, std::string> model{{"layers", "4"}, {"d_model", "64"}, {"heads", "4"},
                                            {"seq_len", "16"}, {"vocab", "256"}};
   std::vector<std::string> lines;
-  for (const char* section : {"model", "parallel", "schedule", "train", "data", "checkpoint", "output"}) {
+  for (const char* section : {"model", "parallel", "schedule", "train", "data", "checkpoint", "output", "emulate"}) {
     lines.push_back(std::string("[") + section + "]");
     for (const Assignment& assignment : assignments) {
       if (assignment.section != section) continue;
@@ -103,6 +103,16 @@ const BadDeckCase kBadDecks[] = {
     {"StageLayersWrongSum", {{"parallel", "pp = 2"}}, {"parallel", "stage_layers = [1, 2]"}, "add up to 4"},
     {"StageLayersEmptyStage", {{"parallel", "pp = 2"}}, {"parallel", "stage_layers = [4, 0]"},
      "stage_layers[1] must be at least 1"},
+    {"StageLayersOtherWord", {}, {"parallel", "stage_layers = \"even\""}, "or the string \"balanced\""},
+    {"StageLayersMisspeltBalanced", {}, {"parallel", "stage_layers = \"balance\""}, "did you mean \"balanced\"?"},
+    {"StageLayersGivenANumber", {}, {"parallel", "stage_layers = 2"}, "\"balanced\", got the integer 2"},
+    {"StageLayersCountPerVirtualStage",
+     {{"parallel", "pp = 2"}, {"schedule", "kind = \"interleaved-1f1b\""}, {"schedule", "virtual_stages = 2"},
+      {"schedule", "microbatches = 2"}},
+     {"parallel", "stage_layers = [2, 2]"}, "makes 4 virtual stages"},
+    {"StageLayersWithAutoChunks",
+     {{"parallel", "pp = 2"}, {"schedule", "kind = \"auto\""}, {"schedule", "virtual_stages = 2"}},
+     {"parallel", "stage_layers = [1, 1, 1, 1]"}, "auto's choice"},
     // schedule
     {"UnknownSchedule", {}, {"schedule", "kind = \"pipedream\""}, "\"interleaved-1f1b\", \"zb-h1\""},
     {"ScheduleTypo", {}, {"schedule", "kind = \"1F1B\""}, "did you mean \"1f1b\"?"},
@@ -111,7 +121,25 @@ const BadDeckCase kBadDecks[] = {
     {"VirtualStagesZero", {}, {"schedule", "virtual_stages = 0"}, "at least 1"},
     {"GlobalBatchTooLarge", {{"schedule", "micro_batch_size = 100000"}}, {"schedule", "microbatches = 100000"},
      "use fewer micro-batches"},
-    {"VirtualStagesWithoutInterleaving", {}, {"schedule", "virtual_stages = 2"}, "interleaved-1f1b"},
+    {"VirtualStagesWithoutInterleaving", {}, {"schedule", "virtual_stages = 2"}, "\"interleaved-1f1b\" or \"auto\""},
+    {"InterleavedNeedsTwoChunks", {}, {"schedule", "kind = \"interleaved-1f1b\""}, "virtual_stages >= 2"},
+    {"InterleavedNeedsAMultipleOfPp",
+     {{"parallel", "pp = 2"}, {"schedule", "kind = \"interleaved-1f1b\""}, {"schedule", "virtual_stages = 2"}},
+     {"schedule", "microbatches = 3"}, "use 2 or 4"},
+    {"ScheduleAutoTypo", {}, {"schedule", "kind = \"atuo\""}, "did you mean \"auto\"?"},
+    {"RecomputeUnknown", {}, {"schedule", "recompute = \"selective\""}, "\"none\", \"full\""},
+    {"RecomputeTypo", {}, {"schedule", "recompute = \"ful\""}, "did you mean \"full\"?"},
+    {"TimeoutZero", {}, {"schedule", "timeout_s = 0"}, "greater than 0"},
+    {"TimeoutGivenAString", {}, {"schedule", "timeout_s = \"5m\""}, "must be a number greater than 0"},
+    {"AutoMemoryLimitNegative", {}, {"schedule", "auto_memory_limit = -1"}, "at least 0"},
+    // emulate
+    {"EmulateEnabledGivenAString", {}, {"emulate", "enabled = \"yes\""}, "true or false"},
+    {"EmulateForwardNegative", {}, {"emulate", "forward_ms = -1"}, "at least 0"},
+    {"EmulateBackwardNegative", {}, {"emulate", "backward_ms = -0.5"}, "at least 0"},
+    {"EmulateInputGradNotFinite", {}, {"emulate", "input_grad_ms = nan"}, "finite"},
+    {"EmulateWeightGradGivenABoolean", {}, {"emulate", "weight_grad_ms = true"}, "must be a number"},
+    {"MisspeltEmulateKey", {}, {"emulate", "foward_ms = 10"}, "did you mean `emulate.forward_ms`?"},
+    {"EmulateKeyInTheWrongSection", {}, {"schedule", "forward_ms = 10"}, "did you mean `emulate.forward_ms`?"},
     {"TooManyChunksForLayers", {{"schedule", "kind = \"interleaved-1f1b\""}, {"schedule", "virtual_stages = 4"}},
      {"parallel", "pp = 2"}, "pp * virtual_stages <= 4"},
     // train

@@ -12,6 +12,9 @@ import pytest
 
 STEP_COLUMNS = ["step", "loss", "lr", "grad_norm", "step_time_s", "tokens_per_s", "bubble",
                 "achieved_gflops", "mfu", "dp_exposed_s", "peak_activation_bytes"]
+EVENT_COLUMNS = {"rank": np.int32, "tp": np.int32, "pp": np.int32, "dp": np.int32, "step": np.int32,
+                 "microbatch": np.int32, "chunk": np.int32, "t_start": np.float64, "t_end": np.float64,
+                 "bytes": np.int64}
 
 
 @pytest.fixture
@@ -40,3 +43,31 @@ def test_string_attributes_are_str(timeline):
 def test_integer_attributes(timeline):
     assert int(timeline.attrs["p"]) == 2
     assert int(timeline.attrs["m"]) == 4
+
+
+def test_events_columns_read_by_name(timeline):
+    events = timeline["events"]
+    for name, dtype in EVENT_COLUMNS.items():
+        assert events[name].shape == (5,), name
+        assert events[name].dtype == dtype, name
+    # Fixed-length bytes: compare as bytes, or decode with .asstr().
+    assert events["kind"].dtype == np.dtype("S16")
+    np.testing.assert_array_equal(events["kind"][:], [b"F", b"SEND", b"RECV", b"F", b"OPTIMIZER"])
+    assert list(events["kind"].asstr()[:]) == ["F", "SEND", "RECV", "F", "OPTIMIZER"]
+    np.testing.assert_array_equal(events["rank"][:], [0, 0, 1, 1, 0])
+    np.testing.assert_array_equal(events["pp"][:], [0, 0, 1, 1, 0])
+    np.testing.assert_array_equal(events["microbatch"][:], [0, 0, 0, 0, -1])
+    np.testing.assert_array_equal(events["chunk"][:], [0, 0, 0, 0, -1])
+    np.testing.assert_array_equal(events["t_start"][:], [0.0, 0.25, 0.0, 0.375, 0.75])
+    np.testing.assert_array_equal(events["t_end"][:], [0.25, 0.375, 0.375, 0.625, 1.0])
+    np.testing.assert_array_equal(events["bytes"][:], [0, 4096, 4096, 0, 0])
+
+
+def test_events_select_with_numpy(timeline):
+    """The way the post-processing tools slice the table: boolean masks over whole columns."""
+    events = timeline["events"]
+    kind = events["kind"][:]
+    forward = kind == b"F"
+    durations = events["t_end"][:][forward] - events["t_start"][:][forward]
+    np.testing.assert_allclose(durations, [0.25, 0.25])
+    assert events["bytes"][:][kind == b"SEND"].sum() == 4096

@@ -27,6 +27,22 @@ int main(int argc, char** argv) {
       record.tokens_per_s = 1000.0 * step;
       writer.append_step(record);
     }
+    // Step 1 of a 2-stage pipeline, micro-batch 0 only: stage 0 computes and sends, stage 1 waits.
+    const auto row = [](std::int32_t rank, trident::EventKind kind, std::int32_t microbatch, double t_start,
+                        double t_end, std::int64_t bytes) {
+      trident::EventRow r;
+      r.rank = rank;
+      r.pp = rank;
+      r.step = 1;
+      r.event = {kind, microbatch, /*chunk=*/microbatch < 0 ? -1 : 0, t_start, t_end, bytes};
+      return r;
+    };
+    using trident::EventKind;
+    writer.append_events({row(0, EventKind::forward, 0, 0.0, 0.25, 0), row(0, EventKind::send, 0, 0.25, 0.375, 4096)});
+    writer.flush();
+    writer.append_events({row(1, EventKind::recv, 0, 0.0, 0.375, 4096), row(1, EventKind::forward, 0, 0.375, 0.625, 0),
+                          row(0, EventKind::optimizer, -1, 0.75, 1.0, 0)});
+    writer.flush();
   } catch (const std::exception& error) {
     std::cerr << "write_demo_timeline: " << error.what() << "\n";
     return 1;

@@ -4,11 +4,11 @@ Every run below uses the tiny deck with a global batch of 8 sequences (micro_bat
 so each grid sees the same data; losses per step and every final weight tensor must agree to 1e-5 relative (L2 norm of the
 difference over the norm of the tensor).
 """
-import h5py
 import numpy as np
 import pytest
 
 from conftest import read_steps
+from equivalence import assert_same_training, final_weights
 
 STEPS = 5
 GLOBAL_MICROBATCHES = 4  # m × dp
@@ -23,45 +23,6 @@ def grid_run(trident_run, tp, dp, *extra):
     proc, run_dir = trident_run(*COMMON, f"parallel.tp={tp}", f"parallel.dp={dp}",
                                 f"schedule.microbatches={m}", *extra, ranks=tp * dp)
     return read_steps(run_dir), final_weights(run_dir)
-
-
-def final_weights(run_dir):
-    with open(run_dir / "checkpoints" / "latest") as f:
-        name = f.read().strip()
-    weights = {}
-    with h5py.File(run_dir / "checkpoints" / name, "r") as f:
-        f["model"].visititems(lambda key, obj: weights.__setitem__(key, np.asarray(obj))
-                              if isinstance(obj, h5py.Dataset) else None)
-    return weights
-
-
-def key_bias_block(key, ref):
-    """The k third of c_attn's bias: adding a constant to every key leaves each softmax unchanged,
-    so its gradient is zero in exact arithmetic and only rounding noise reaches AdamW, which
-    normalises that noise into steps of up to lr. Its values are noise on every grid, bounded by
-    the sum of the learning rates; the q and v thirds are compared like any weight."""
-    if not key.endswith("attn/c_attn/bias"):
-        return None
-    third = ref.shape[0] // 3
-    return slice(third, 2 * third)
-
-
-def assert_same_training(reference, other, label):
-    (ref_steps, ref_weights), (steps, weights) = reference, other
-    np.testing.assert_allclose(steps["loss"], ref_steps["loss"], rtol=1e-5, err_msg=f"{label}: losses")
-    np.testing.assert_allclose(steps["grad_norm"], ref_steps["grad_norm"], rtol=1e-4, err_msg=f"{label}: grad norms")
-    assert weights.keys() == ref_weights.keys(), label
-    lr_sum = ref_steps["lr"].sum()
-    for key, ref in ref_weights.items():
-        got = weights[key].copy()
-        noise = key_bias_block(key, ref)
-        if noise is not None:
-            assert np.abs(got[noise] - ref[noise]).max() <= 2 * lr_sum, f"{label}: {key} k-bias beyond AdamW's reach"
-            got[noise] = ref[noise]
-        # Relative error of the tensor as a whole: AdamW divides each gradient by its own running
-        # magnitude, so elements with tiny gradients carry more of the reassociation noise.
-        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
-        assert err <= 1e-5, f"{label}: {key} differs by {err:.2e} (relative L2)"
 
 
 @pytest.mark.parametrize("tp,dp", [(2, 1), (4, 1), (1, 2), (1, 4), (2, 2), (2, 4)])

@@ -75,7 +75,7 @@ TEST(PipelineTheory, InFlightMicrobatchesPerSchedule) {
   ScheduleConfig one_f_one_b;
   one_f_one_b.kind = "1f1b";
   one_f_one_b.microbatches = 8;
-  EXPECT_EQ(in_flight_microbatches(gpipe, 0, 1), 1);
+  EXPECT_EQ(in_flight_microbatches(gpipe, 0, 1), 8);  // the generator runs every F first
   EXPECT_EQ(in_flight_microbatches(one_f_one_b, 0, 1), 1);
   for (int stage = 0; stage < 4; ++stage) {
     EXPECT_EQ(in_flight_microbatches(gpipe, stage, 4), 8);
@@ -125,6 +125,66 @@ TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
   EXPECT_EQ(last.activation_bytes(), 4 * (kLayer + kHeadAndLoss));
   // The last stage stores the tied head's copy of wte: 16 x 8.
   EXPECT_EQ(last.weight_bytes, 4 * (block_params(deck.model) + 2 * 8 + 16 * 8));
+}
+
+TEST(PipelineTheory, InFlightOfTheOtherKinds) {
+  ScheduleConfig schedule;
+  schedule.microbatches = 8;
+  schedule.kind = "zb-h1";  // 1F1B's memory: its W only fill bubbles
+  for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(in_flight_microbatches(schedule, stage, 4), 4 - stage);
+  // Megatron's interleaved warm-up + 1, in chunks, over v: rank 0 of p 4, v 2: (6 + 4 + 1) / 2.
+  schedule.kind = "interleaved-1f1b";
+  schedule.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 0, 4), 5.5);
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 3, 4), 2.5);
+  schedule.microbatches = 2;  // capped by the m v chunks there are
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 0, 4), 2.0);
+  // auto: the bound it respects (0 = p), at most m.
+  schedule.kind = "auto";
+  schedule.microbatches = 8;
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 0, 4), 4.0);
+  schedule.auto_memory_limit = 2.5;
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 3, 4), 2.5);
+}
+
+TEST(PipelineTheory, InterleavedBubbleFormula) {
+  EXPECT_DOUBLE_EQ(theoretical_bubble(4, 8, 2), 3.0 / 19.0);
+  EXPECT_DOUBLE_EQ(theoretical_bubble(4, 8, 1), theoretical_bubble(4, 8));
+}
+
+TEST(Memory, InterleavedRankHoldsAllItsChunks) {
+  Deck deck;
+  deck.model = tiny();
+  deck.model.layers = 4;
+  deck.parallel.pp = 2;
+  deck.schedule.kind = "interleaved-1f1b";
+  deck.schedule.virtual_stages = 2;
+  deck.schedule.micro_batch_size = kB;
+  deck.schedule.microbatches = 4;
+  const auto stages = partition_layers(deck.model, deck.parallel, 2);  // one layer per virtual stage
+  const RankMemory first = rank_memory(deck, stages, 0);  // virtual stages 0 and 2
+  const RankMemory last = rank_memory(deck, stages, 1);   // virtual stages 1 and 3
+  EXPECT_EQ(first.activation_bytes_per_microbatch, 4 * (kEmbedding + 2 * kLayer));
+  EXPECT_EQ(last.activation_bytes_per_microbatch, 4 * (2 * kLayer + kHeadAndLoss));
+  EXPECT_EQ(first.weight_bytes, 4 * (16 * 8 + 4 * 8 + 2 * block_params(deck.model)));
+  EXPECT_DOUBLE_EQ(first.in_flight_microbatches, 2.5);  // (2 + 2 + 1) chunks / 2
+  EXPECT_EQ(first.activation_bytes(), static_cast<std::int64_t>(2.5 * 4 * (kEmbedding + 2 * kLayer)));
+}
+
+TEST(Memory, FullRecomputeKeepsChunkInputsAndRebuildsOneChunk) {
+  Deck deck;
+  deck.model = tiny();
+  deck.parallel.pp = 3;
+  deck.schedule.micro_batch_size = kB;
+  deck.schedule.microbatches = 8;
+  deck.schedule.recompute = "full";
+  const auto stages = partition_layers(deck.model, deck.parallel);
+  const RankMemory first = rank_memory(deck, stages, 0);
+  const RankMemory middle = rank_memory(deck, stages, 1);
+  EXPECT_EQ(first.activation_bytes_per_microbatch, 4 * 8);  // the B*T token ids
+  EXPECT_EQ(middle.activation_bytes_per_microbatch, 4 * 64);  // B*T*C
+  EXPECT_EQ(first.recompute_bytes, 4 * (kEmbedding + kLayer));
+  EXPECT_EQ(first.activation_bytes(), 3 * 4 * 8 + 4 * (kEmbedding + kLayer));
 }
 
 }  // namespace

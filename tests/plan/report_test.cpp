@@ -167,5 +167,82 @@ TEST(Report, SingleRankTinyDeck) {
   EXPECT_TRUE(has_row(text, {"0", "0", "0", "0", "0-1"})) << text;
 }
 
+Deck interleaved_deck() {
+  Deck deck = small_grid_deck();
+  deck.model.layers = 8;
+  deck.parallel.tp = 1;
+  deck.parallel.pp = 2;
+  deck.parallel.dp = 1;
+  deck.schedule.kind = "interleaved-1f1b";
+  deck.schedule.virtual_stages = 2;
+  return deck;
+}
+
+TEST(Report, InterleavedPlanShowsVirtualStagesAndEachRanksChunks) {
+  const std::string text = plan_text(interleaved_deck(), 2);
+  EXPECT_TRUE(contains(text, "4 virtual stages in model order")) << text;
+  // stage, rank.chunk, layers, holds, compute, params (2 words), per TP rank (2 words)
+  EXPECT_TRUE(contains(text, "h.0-h.1")) << text;
+  std::istringstream in(text);
+  std::vector<std::vector<std::string>> stage_rows;
+  for (std::string line; std::getline(in, line);) {
+    const auto cells = words(line);
+    if (cells.size() >= 3 && (cells[1] == "0.0" || cells[1] == "1.0" || cells[1] == "0.1" || cells[1] == "1.1")) {
+      stage_rows.push_back(cells);
+    }
+  }
+  ASSERT_EQ(stage_rows.size(), 4u) << text;
+  EXPECT_EQ(stage_rows[2][0], "2");
+  EXPECT_EQ(stage_rows[2][1], "0.1");  // virtual stage 2 = chunk 1 of rank 0
+  EXPECT_EQ(stage_rows[2][2], "4-5");
+  EXPECT_TRUE(contains(text, "rank 0: layers 0-1,4-5 (4)")) << text;
+  EXPECT_TRUE(contains(text, "rank 1: layers 2-3,6-7 (4)")) << text;
+  EXPECT_TRUE(has_row(text, {"1", "0", "1", "0", "2-3,6-7"})) << text;  // rank layout
+  EXPECT_TRUE(contains(text, "11.11% = (p-1)/(v*m+p-1) = 1/9")) << text;
+  EXPECT_TRUE(contains(text, "virtual stages   2 chunks per rank")) << text;
+  // Memory rows are per rank; Megatron's interleaved rank 0 holds (2 + 2 + 1) / 2 micro-batches.
+  EXPECT_TRUE(contains(text, "in flight: micro-batches of a whole rank")) << text;
+  EXPECT_TRUE(contains(text, " 2.50 ")) << text;
+}
+
+TEST(Report, BalancedSplitSaysWhatItBalances) {
+  Deck deck = gpt3_deck();
+  deck.parallel.stage_layers_balanced = true;
+  const std::string text = plan_text(deck, 1024);
+  EXPECT_TRUE(contains(text, "Stages (balanced for compute: ln_f + head + loss weigh 0.34 layers")) << text;
+  // 96 layers + 0.34 on 16 stages: every stage but one gets 6 layers; no stage gets 7.
+  EXPECT_FALSE(contains(text, "h.90-h.96")) << text;
+}
+
+TEST(Report, ComputeColumnWeighsTheHead) {
+  const std::string text = plan_text(gpt3_deck(), 1024);
+  // Stage 15: six layers + the head (2 V C / (24 C^2 + 2 T C) = 0.34 layers).
+  EXPECT_TRUE(contains(text, "h.90-h.95, ln_f, head (wte copy)     6.34")) << text;
+}
+
+TEST(Report, AutoPlansOneChunkAndItsMemoryBound) {
+  Deck deck = small_grid_deck();
+  deck.schedule.kind = "auto";
+  deck.schedule.virtual_stages = 2;
+  const std::string text = plan_text(deck, 12);
+  EXPECT_TRUE(contains(text, "kind             auto (the lowest simulated bubble within 3 micro-batches")) << text;
+  EXPECT_TRUE(contains(text, "below 1f1b's")) << text;
+  EXPECT_FALSE(contains(text, "virtual stages in model order")) << text;
+}
+
+TEST(Report, NotesFromTheCallerAreShownUnderTheGrid) {
+  std::ostringstream out;
+  print_plan(out, small_grid_deck(), 12, {"schedule.kind = \"auto\" chose zb-h1"});
+  EXPECT_TRUE(contains(out.str(), "x dp 2\n  note: schedule.kind = \"auto\" chose zb-h1\n")) << out.str();
+}
+
+TEST(Report, FullRecomputeIsShown) {
+  Deck deck = small_grid_deck();
+  deck.schedule.recompute = "full";
+  const std::string text = plan_text(deck, 12);
+  EXPECT_TRUE(contains(text, "recompute        full")) << text;
+  EXPECT_TRUE(contains(text, "+ one chunk recomputed")) << text;
+}
+
 }  // namespace
 }  // namespace trident

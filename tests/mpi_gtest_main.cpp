@@ -1,4 +1,4 @@
-// GoogleTest main for tests that run on several MPI ranks (mpirun -n N test_dp). Rank 0 prints
+// GoogleTest main for the test binaries run under mpirun -n N (dp, tp, events). Rank 0 prints
 // the usual report; the other ranks print only their failures, tagged with their rank. Every rank
 // exits with the verdict of all, so a failure seen on one rank fails the run.
 #include <mpi.h>

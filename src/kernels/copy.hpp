@@ -1,0 +1,11 @@
+// Device-to-device copies between raw buffers (pipeline messages, stashed inputs).
+#pragma once
+
+#include <cstddef>
+
+namespace trident {
+
+void copy_floats(float* dst, const float* src, std::size_t n);
+void copy_ints(int* dst, const int* src, std::size_t n);
+
+}  // namespace trident

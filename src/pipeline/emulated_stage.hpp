@@ -1,0 +1,24 @@
+// [emulate]: every action sleeps for the deck's time instead of computing, while the executor's
+// messages stay real, so schedules can be studied at 16+ ranks on a small machine and compared
+// with the simulator. The loss is 0 and no gradient changes.
+#pragma once
+
+#include "deck/config.hpp"
+#include "pipeline/stage_compute.hpp"
+
+namespace trident {
+
+class EmulatedStage : public StageCompute {
+ public:
+  explicit EmulatedStage(const EmulateConfig& times);
+
+  double forward(int chunk, int microbatch, const float* input, float* output) override;
+  void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
+                bool last_for_chunk) override;
+  void weight_grad(int chunk, int microbatch, bool last_for_chunk) override;
+
+ private:
+  EmulateConfig times_;
+};
+
+}  // namespace trident

@@ -1,0 +1,60 @@
+// Runs one pipeline rank's action list for one training step (DESIGN.md "Schedules are data").
+//
+// Every F receives its input from the rank of the previous virtual stage and sends its output to
+// the next; every B or I receives the output gradient from the next virtual stage and sends the
+// input gradient back. Messages are non-blocking; the receives of the next few actions are posted
+// ahead of time, each with a tag unique to (micro-batch, virtual stage, direction), and sends
+// complete in the background while the rank computes. TP ranks of a stage all run the same list
+// and each talks to its peer (same tp and dp coordinates) in the neighbouring stage: that is the
+// `pipeline` group.
+//
+// Watchdog: a wait for a message longer than timeout_s reports the action, the peer and the tag
+// it waits for and calls on_timeout (the trainer aborts the whole job), so a broken schedule never
+// hangs silently.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+#include "common/timeline_event.hpp"
+#include "kernels/device.hpp"
+#include "pipeline/stage_compute.hpp"
+#include "schedule/schedule.hpp"
+
+namespace trident {
+
+struct PipelineStepResult {
+  double loss_sum = 0.0;           // sum of the micro-batch loss sums on the last virtual stage, else 0
+  int peak_in_flight = 0;          // most micro-batch chunks between their F and their B (or W)
+  std::vector<TimelineEvent> events;  // this rank's actions and message waits, on `clock`
+};
+
+class PipelineExecutor {
+ public:
+  struct Options {
+    std::size_t message_floats = 0;  // floats of one activation or gradient message (B·T·C)
+    double timeout_s = 300.0;
+    std::function<double()> clock;   // seconds on the run's common clock
+    std::function<void(const std::string&)> on_timeout;  // must not return (aborts the job)
+  };
+
+  // `pipeline`: this rank's pipeline group (rank i = pipeline rank i of `schedule`), which must
+  // outlive the executor. The schedule must be valid (find_schedule_problem empty).
+  PipelineExecutor(const Schedule& schedule, Comm& pipeline, Options options);
+
+  PipelineStepResult run_step(StageCompute& compute);
+
+ private:
+  struct Transfer;
+
+  Schedule schedule_;
+  Comm& pipeline_;
+  Options options_;
+  int rank_;
+  std::vector<FloatBuffer> free_buffers_;
+};
+
+}  // namespace trident

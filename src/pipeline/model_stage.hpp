@@ -1,0 +1,33 @@
+// The real computation behind the executor's actions: this rank's chunks of the GPT model.
+#pragma once
+
+#include <vector>
+
+#include "kernels/device.hpp"
+#include "model/gpt.hpp"
+#include "pipeline/stage_compute.hpp"
+
+namespace trident {
+
+class ModelStage : public StageCompute {
+ public:
+  // inputs[j] / targets[j]: micro-batch j's token ids, read by the chunk with the embedding and the
+  // chunk with the head; the caller refills them before each step. grads_ready goes to the
+  // backward (or W) after which a chunk's weight gradients are final (see Gpt::backward).
+  ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
+             float loss_scale, Gpt::GradsReadyFn grads_ready);
+
+  double forward(int chunk, int microbatch, const float* input, float* output) override;
+  void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
+                bool last_for_chunk) override;
+  void weight_grad(int chunk, int microbatch, bool last_for_chunk) override;
+
+ private:
+  Gpt& model_;
+  const std::vector<IntBuffer>& inputs_;
+  const std::vector<IntBuffer>& targets_;
+  float loss_scale_;
+  Gpt::GradsReadyFn grads_ready_;
+};
+
+}  // namespace trident

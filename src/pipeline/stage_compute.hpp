@@ -1,0 +1,27 @@
+// What the executor asks of the work on one pipeline rank, action by action. The real model
+// (model_stage.hpp) and the emulation that only sleeps (emulated_stage.hpp) implement it, so the
+// executor, its messages and its timeline are the same in both.
+#pragma once
+
+#include "model/gpt.hpp"
+
+namespace trident {
+
+class StageCompute {
+ public:
+  virtual ~StageCompute() = default;
+
+  // F of `microbatch` on this rank's `chunk`. input: the previous virtual stage's output (null on
+  // the first virtual stage, which reads tokens); output: where this chunk's output goes (null on
+  // the last virtual stage). Returns the micro-batch's loss sum on the last virtual stage, else 0.
+  virtual double forward(int chunk, int microbatch, const float* input, float* output) = 0;
+  // B (weight_grads = now) or I (deferred). output_grad: from the next virtual stage (null on the
+  // last); input_grad: receives the gradient for the previous one (null on the first).
+  // last_for_chunk: no later action of this step adds to this chunk's weight gradients.
+  virtual void backward(int chunk, int microbatch, const float* output_grad, float* input_grad,
+                        WeightGrads weight_grads, bool last_for_chunk) = 0;
+  // W: the weight gradients I deferred.
+  virtual void weight_grad(int chunk, int microbatch, bool last_for_chunk) = 0;
+};
+
+}  // namespace trident

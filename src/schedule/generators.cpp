@@ -1,0 +1,188 @@
+// The schedule generators: gpipe, 1f1b, interleaved-1f1b and zb-h1, each a rule that writes every
+// rank's action list. They produce data only; validate.cpp proves the lists complete and
+// deadlock-free and the tests hold the generators to that for many (p, m, v).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "schedule/schedule.hpp"
+
+namespace trident {
+namespace {
+
+Action forward(int microbatch, int chunk = 0) { return {ActionKind::forward, microbatch, chunk}; }
+Action backward(int microbatch, int chunk = 0) { return {ActionKind::backward, microbatch, chunk}; }
+Action input_grad(int microbatch) { return {ActionKind::input_grad, microbatch, 0}; }
+Action weight_grad(int microbatch) { return {ActionKind::weight_grad, microbatch, 0}; }
+
+// An empty schedule of the right shape; with one chunk per rank, rank r holds virtual stage r.
+Schedule empty_schedule(const std::string& kind, int stages, int microbatches, int chunks) {
+  Schedule schedule;
+  schedule.kind = kind;
+  schedule.stages = stages;
+  schedule.microbatches = microbatches;
+  schedule.chunks = chunks;
+  schedule.virtual_stage.assign(stages, std::vector<int>(chunks, 0));
+  for (int rank = 0; rank < stages; ++rank) {
+    for (int chunk = 0; chunk < chunks; ++chunk) schedule.virtual_stage[rank][chunk] = chunk * stages + rank;
+  }
+  schedule.actions.assign(stages, {});
+  return schedule;
+}
+
+// GPipe: every forward, then every backward, both in micro-batch order. Simple, and the peak
+// activation memory is all m micro-batches on every rank.
+Schedule make_gpipe(int p, int m) {
+  Schedule schedule = empty_schedule("gpipe", p, m, 1);
+  for (int rank = 0; rank < p; ++rank) {
+    std::vector<Action>& list = schedule.actions[rank];
+    for (int j = 0; j < m; ++j) list.push_back(forward(j));
+    for (int j = 0; j < m; ++j) list.push_back(backward(j));
+  }
+  return schedule;
+}
+
+// Megatron's non-interleaved 1F1B (PipeDream-Flush): rank r runs min(p − r − 1, m) warm-up
+// forwards, which is just enough that its first backward's gradient arrives as it becomes free;
+// then alternates one forward and one backward; then drains the remaining backwards. Rank r never
+// holds more than min(p − r, m) micro-batches.
+Schedule make_1f1b(int p, int m) {
+  Schedule schedule = empty_schedule("1f1b", p, m, 1);
+  for (int rank = 0; rank < p; ++rank) {
+    std::vector<Action>& list = schedule.actions[rank];
+    const int warmup = std::min(p - rank - 1, m);
+    for (int j = 0; j < warmup; ++j) list.push_back(forward(j));
+    for (int i = 0; i < m - warmup; ++i) {
+      list.push_back(forward(warmup + i));
+      list.push_back(backward(i));
+    }
+    for (int j = m - warmup; j < m; ++j) list.push_back(backward(j));
+  }
+  return schedule;
+}
+
+// Megatron's interleaved 1F1B (Narayanan et al. 2021, forward_backward_pipelining_with_interleaving).
+// Each rank holds v chunks; chunk c of rank r is virtual stage c·p + r. A rank's k-th forward
+// works on chunk (k mod p·v) / p for micro-batch (k / p·v)·p + k mod p: groups of p micro-batches
+// go through chunk 0, then the same group through chunk 1, and so on. Backwards run in the same
+// order with the chunks reversed. Warm-up is (p − r − 1)·2 + (v − 1)·p forwards (the 2 because a
+// backward takes about twice a forward), capped at m·v.
+//
+// Megatron needs m to be a multiple of p (the micro-batch groups must be whole) and we keep that
+// rule. Megatron also runs everything as warm-up when m == p; that only serves its fused
+// send/receive calls (our sends never block), so here the capped formula applies to m == p too.
+Schedule make_interleaved_1f1b(int p, int m, int v) {
+  if (v < 2) {
+    throw InputError("interleaved-1f1b needs at least 2 chunks (virtual stages) per rank, got " +
+                     std::to_string(v) + "; use 1f1b for one chunk per rank");
+  }
+  if (m % p != 0) {
+    throw InputError("interleaved-1f1b needs the micro-batch count to be a multiple of the pipeline "
+                     "stages (m % p == 0, Megatron's rule), got m = " +
+                     std::to_string(m) + ", p = " + std::to_string(p));
+  }
+  Schedule schedule = empty_schedule("interleaved-1f1b", p, m, v);
+  const int total = m * v;  // actions of each kind per rank
+  const int group = p * v;
+  const auto chunk_of_step = [&](int k, bool is_forward) {
+    const int chunk = (k % group) / p;
+    return is_forward ? chunk : v - 1 - chunk;
+  };
+  const auto microbatch_of_step = [&](int k) { return (k / group) * p + k % p; };
+  for (int rank = 0; rank < p; ++rank) {
+    std::vector<Action>& list = schedule.actions[rank];
+    const int warmup = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
+    const auto push_forward = [&](int k) { list.push_back(forward(microbatch_of_step(k), chunk_of_step(k, true))); };
+    const auto push_backward = [&](int k) {
+      list.push_back(backward(microbatch_of_step(k), chunk_of_step(k, false)));
+    };
+    for (int k = 0; k < warmup; ++k) push_forward(k);
+    for (int k = 0; k < total - warmup; ++k) {
+      push_forward(warmup + k);
+      push_backward(k);
+    }
+    for (int k = total - warmup; k < total; ++k) push_backward(k);
+  }
+  return schedule;
+}
+
+// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", fig. 3 top). B is split into I (the
+// input gradient the previous stage waits for) and W (the weight gradient nobody waits for). The
+// forwards and input gradients follow 1F1B exactly (same warm-up of min(p − r − 1, m) forwards);
+// rank r then postpones its weight gradients by r micro-batches: r rounds of "F I", then "F I W"
+// rounds, then "I W" rounds, then the postponed W's, which fill the cool-down bubbles that 1F1B
+// leaves on the later ranks. Each W is the oldest pending one. Every rank thus holds up to
+// min(p, m) micro-batches between F and W: 1F1B's peak (rank 0's), now on every rank. With
+// F = I = W the idle time per rank drops from 1F1B's 3(p − 1) to (p − 1).
+Schedule make_zb_h1(int p, int m) {
+  Schedule schedule = empty_schedule("zb-h1", p, m, 1);
+  for (int rank = 0; rank < p; ++rank) {
+    std::vector<Action>& list = schedule.actions[rank];
+    int forwards = 0, inputs = 0, weights = 0;
+    const int warmup = std::min(p - rank - 1, m);
+    for (; forwards < warmup; ++forwards) list.push_back(forward(forwards));
+    for (int round = 0; round < rank && forwards < m; ++round) {
+      list.push_back(forward(forwards++));
+      list.push_back(input_grad(inputs++));
+    }
+    while (forwards < m) {
+      list.push_back(forward(forwards++));
+      list.push_back(input_grad(inputs++));
+      list.push_back(weight_grad(weights++));
+    }
+    while (inputs < m) {
+      list.push_back(input_grad(inputs++));
+      list.push_back(weight_grad(weights++));
+    }
+    while (weights < m) list.push_back(weight_grad(weights++));
+  }
+  return schedule;
+}
+
+std::string quoted_kinds() {
+  std::string text;
+  for (const std::string& kind : schedule_kinds()) {
+    if (kind == "auto") continue;
+    text += (text.empty() ? "\"" : ", \"") + kind + "\"";
+  }
+  return text;
+}
+
+}  // namespace
+
+const std::vector<std::string>& schedule_kinds() {
+  static const std::vector<std::string> kinds = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"};
+  return kinds;
+}
+
+Schedule make_schedule(const std::string& kind, int stages, int microbatches, int chunks) {
+  if (stages < 1) {
+    throw InputError("a pipeline schedule needs at least 1 stage, got p = " + std::to_string(stages));
+  }
+  if (microbatches < 1) {
+    throw InputError("a pipeline schedule needs at least 1 micro-batch, got m = " +
+                     std::to_string(microbatches));
+  }
+  if (kind == "auto") {
+    throw InputError("schedule kind \"auto\" is a choice among the generators, not a generator: call "
+                     "choose_auto_schedule, or name one of " +
+                     quoted_kinds());
+  }
+  if (kind == "interleaved-1f1b") return make_interleaved_1f1b(stages, microbatches, chunks);
+
+  const bool known = kind == "gpipe" || kind == "1f1b" || kind == "zb-h1";
+  if (!known) {
+    throw InputError("unknown schedule kind \"" + kind + "\"; valid kinds are " + quoted_kinds() +
+                     " and \"auto\"");
+  }
+  if (chunks != 1) {
+    throw InputError("schedule kind \"" + kind + "\" runs one chunk per rank (virtual_stages = 1), got " +
+                     std::to_string(chunks) + "; only interleaved-1f1b uses more than one chunk");
+  }
+  if (kind == "gpipe") return make_gpipe(stages, microbatches);
+  if (kind == "1f1b") return make_1f1b(stages, microbatches);
+  return make_zb_h1(stages, microbatches);
+}
+
+}  // namespace trident

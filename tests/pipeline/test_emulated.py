@@ -1,0 +1,91 @@
+"""Emulated compute ([emulate]): actions sleep for fixed times while the messages between stages are
+real, so the executor's timing can be held against the simulator's prediction; and the watchdog
+turns a stuck pipeline into a clear abort instead of a hang."""
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import ONE_RANK, TINY, read_steps
+
+UNIT_MS = 20  # one time unit: F = 1, B = 2, I = W = 1
+EMULATED = ("model.layers=8", "train.steps=4", "schedule.micro_batch_size=1", "checkpoint.every=0",
+            "emulate.enabled=true", f"emulate.forward_ms={UNIT_MS}", f"emulate.backward_ms={2 * UNIT_MS}",
+            f"emulate.input_grad_ms={UNIT_MS}", f"emulate.weight_grad_ms={UNIT_MS}")
+
+
+def emulated_bubbles(trident_run, kind, p=4, m=8, v=1):
+    _, run_dir = trident_run(*EMULATED, f"schedule.kind={kind}", f"parallel.pp={p}", f"schedule.microbatches={m}",
+                             f"schedule.virtual_stages={v}", ranks=p)
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        predicted = float(f.attrs["predicted_bubble"])
+    measured = read_steps(run_dir)["bubble"][1:]  # the first step also warms up
+    return float(np.median(measured)), predicted
+
+
+@pytest.mark.parametrize("kind,v", [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1), ("interleaved-1f1b", 2)])
+def test_measured_bubble_matches_the_simulator(trident_run, kind, v):
+    measured, predicted = emulated_bubbles(trident_run, kind, v=v)
+    assert predicted > 0.05, "the schedule must have a bubble for the comparison to mean anything"
+    assert abs(measured - predicted) <= 0.02, f"{kind}: measured {measured:.4f}, simulator {predicted:.4f}"
+
+
+def test_zero_bubble_halves_the_1f1b_bubble(trident_run):
+    zb, _ = emulated_bubbles(trident_run, "zb-h1")
+    one_f_one_b, _ = emulated_bubbles(trident_run, "1f1b")
+    assert zb <= 0.5 * one_f_one_b, f"zb-h1 {zb:.4f} vs 1f1b {one_f_one_b:.4f}"
+
+
+def world_rank_of(pid):
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    for entry in environ:
+        if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return int(entry.split(b"=", 1)[1])
+    return None
+
+
+def test_watchdog_aborts_a_stuck_pipeline(tmp_path):
+    """Stopping the last stage (SIGSTOP) mid-run leaves stage 0 waiting for a gradient: within
+    schedule.timeout_s it names the action, the peer and the tag, and aborts the whole job. (The
+    stopped rank is continued once the message is out, so that it can receive the abort.)"""
+    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "2", os.environ["TRIDENT_EXE"], "run", str(TINY),
+           "--set", f"output.dir={tmp_path / 'run'}"]
+    for o in ONE_RANK + EMULATED + ("train.steps=1000", "parallel.pp=2", "schedule.microbatches=4",
+                                    "schedule.timeout_s=2"):
+        cmd += ["--set", o]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    stderr_lines = []
+    reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    stopped = None
+    try:
+        deadline = time.time() + 60
+        while stopped is None and time.time() < deadline:
+            time.sleep(0.5)
+            pids = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "trident run"], capture_output=True,
+                                  text=True).stdout.split()
+            stopped = next((int(pid) for pid in pids if world_rank_of(pid) == 1), None)
+        assert stopped is not None, "rank 1 never started"
+        time.sleep(1.0)  # let the run get going
+        os.kill(stopped, signal.SIGSTOP)
+        stop_time = time.time()
+        while time.time() - stop_time < 30 and not any("watchdog" in line for line in stderr_lines):
+            time.sleep(0.2)
+        noticed = time.time() - stop_time
+        os.kill(stopped, signal.SIGCONT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(timeout=5)
+    stderr = "".join(stderr_lines)
+    assert "watchdog" in stderr, stderr
+    assert "pipeline rank 0" in stderr and "from pipeline rank 1" in stderr and "tag" in stderr, stderr
+    assert noticed < 15, f"the watchdog spoke {noticed:.0f} s after the stop, with a 2 s timeout"
+    assert proc.returncode != 0

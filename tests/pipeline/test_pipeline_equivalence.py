@@ -1,0 +1,131 @@
+"""Issue 4's promise: every pipeline schedule, on any stage partition and combined with tensor and
+data parallelism, trains the same model as one rank on the same global batch (losses, grad norms and
+every final weight to 1e-5 relative), and holds the activations its theory says.
+
+An 8-layer, narrow variant of the tiny deck keeps each run to a second or two; the global batch is
+m x dp micro-batches of one sequence, so the single-rank reference runs m x dp micro-batches.
+"""
+import h5py
+import numpy as np
+import pytest
+
+from conftest import read_steps
+from equivalence import assert_same_training, final_weights
+
+SMALL = ("model.layers=8", "model.d_model=32", "model.heads=4", "model.seq_len=32", "train.steps=3",
+         "schedule.micro_batch_size=1", "train.warmup_steps=1", "train.lr=1e-3", "train.min_lr=1e-4",
+         "checkpoint.every=0")
+
+_references = {}
+
+
+def run(trident_run, *overrides, ranks=1):
+    _, run_dir = trident_run(*SMALL, *overrides, ranks=ranks)
+    return run_dir
+
+
+def training(run_dir):
+    return read_steps(run_dir), final_weights(run_dir)
+
+
+def reference(trident_run, global_microbatches):
+    if global_microbatches not in _references:
+        _references[global_microbatches] = training(
+            run(trident_run, f"schedule.microbatches={global_microbatches}"))
+    return _references[global_microbatches]
+
+
+def pipeline_overrides(kind, p, m, v=1, tp=1, dp=1, *extra):
+    return (f"schedule.kind={kind}", f"parallel.pp={p}", f"schedule.microbatches={m}",
+            f"schedule.virtual_stages={v}", f"parallel.tp={tp}", f"parallel.dp={dp}", *extra)
+
+
+def interleaved_allows(p, m):
+    return m % p == 0
+
+
+def microbatch_counts(p):
+    return sorted({1, p - 1, p, 2 * p + 1} - {0})
+
+
+SINGLE_GRID = [(kind, p, m, 1) for kind in ("gpipe", "1f1b", "zb-h1") for p in (2, 3, 4)
+               for m in microbatch_counts(p)]
+SINGLE_GRID += [("interleaved-1f1b", p, m, 2) for p in (2, 3, 4) for m in microbatch_counts(p)]
+SINGLE_GRID += [("auto", p, m, 2) for p in (2, 4) for m in (p, 2 * p + 1)]
+
+
+@pytest.mark.parametrize("kind,p,m,v", SINGLE_GRID)
+def test_schedule_equals_single_rank(trident_run, kind, p, m, v):
+    overrides = pipeline_overrides(kind, p, m, v)
+    if kind == "interleaved-1f1b" and not interleaved_allows(p, m):
+        proc, _ = trident_run(*SMALL, *overrides, ranks=p, expect=2)
+        assert proc.stderr.count("trident: error:") == 1, proc.stderr
+        assert "interleaved-1f1b" in proc.stderr and "multiple" in proc.stderr, proc.stderr
+        return
+    got = training(run(trident_run, *overrides, ranks=p))
+    assert_same_training(reference(trident_run, m), got, f"{kind} p={p} m={m} v={v}")
+
+
+# Pipelines inside a 3D grid, uneven and balanced partitions, recomputation, ZeRO-1.
+GRID_CASES = [
+    ("1f1b", 2, 3, 1, 2, 2, ()),
+    ("zb-h1", 2, 4, 1, 2, 2, ()),
+    ("interleaved-1f1b", 2, 4, 2, 2, 1, ()),
+    ("gpipe", 4, 4, 1, 2, 1, ()),
+    ("1f1b", 4, 9, 1, 1, 2, ()),
+    ("1f1b", 3, 5, 1, 2, 1, ()),
+    ("zb-h1", 3, 3, 1, 2, 1, ()),
+    ("1f1b", 2, 4, 1, 2, 2, ("parallel.zero=1",)),
+    ("1f1b", 3, 4, 1, 1, 1, ("parallel.stage_layers=[4,1,3]",)),
+    ("zb-h1", 4, 5, 1, 1, 1, ("parallel.stage_layers=[1,3,2,2]",)),
+    ("interleaved-1f1b", 3, 3, 2, 1, 1, ("parallel.stage_layers=[2,1,1,2,1,1]",)),
+    ("1f1b", 3, 4, 1, 1, 1, ('parallel.stage_layers="balanced"',)),
+    ("1f1b", 2, 4, 1, 1, 1, ('schedule.recompute="full"',)),
+    ("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',)),
+    ("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',)),
+]
+
+
+@pytest.mark.parametrize("kind,p,m,v,tp,dp,extra", GRID_CASES)
+def test_pipeline_in_a_grid_equals_single_rank(trident_run, kind, p, m, v, tp, dp, extra):
+    """Against one rank: the same losses, and the weights to 1e-5 (per tensor when only the
+    pipeline differs). TP and DP sum in another order than one rank does, and AdamW amplifies
+    that noise in near-zero gradients (TP = 2 alone, without any pipeline, moves single tensors by
+    up to ~1e-5 on this model), so with tp or dp > 1 the 1e-5 holds for the weights as a whole
+    against one rank, and per tensor against the same tp x dp grid without a pipeline."""
+    label = f"{kind} p={p} m={m} v={v} tp={tp} dp={dp} {extra}"
+    got = training(run(trident_run, *pipeline_overrides(kind, p, m, v, tp, dp, *extra), ranks=p * tp * dp))
+    if tp == 1 and dp == 1:
+        assert_same_training(reference(trident_run, m * dp), got, label)
+        return
+    assert_same_training(reference(trident_run, m * dp), got, label, whole_model=True)
+    same_grid = training(run(trident_run, *pipeline_overrides("1f1b", 1, m, 1, tp, dp, *extra), ranks=tp * dp))
+    assert_same_training(same_grid, got, label + " vs pp=1")
+
+
+def peak_in_flight_per_stage(run_dir, step=1):
+    """From /events: per pipeline stage, the most micro-batches between the start of their F and the
+    end of their B (or W), replaying one rank's actions in order."""
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        e = f["events"]
+        kinds = np.char.decode(np.asarray(e["kind"]), "ascii")
+        rank, pp, steps = (np.asarray(e[c]) for c in ("rank", "pp", "step"))
+        t_start = np.asarray(e["t_start"])
+    peaks = {}
+    for r in np.unique(rank):
+        mask = (rank == r) & (steps == step)
+        order = np.argsort(t_start[mask], kind="stable")
+        in_flight = peak = 0
+        for kind in kinds[mask][order]:
+            in_flight += {"F": 1, "B": -1, "W": -1}.get(kind, 0)
+            peak = max(peak, in_flight)
+        stage = int(pp[mask][0])
+        peaks[stage] = max(peaks.get(stage, 0), peak)
+    return peaks
+
+
+@pytest.mark.parametrize("kind,p,m", [("1f1b", 4, 6), ("1f1b", 3, 2), ("gpipe", 4, 6), ("gpipe", 2, 3)])
+def test_peak_in_flight_matches_theory(trident_run, kind, p, m):
+    run_dir = run(trident_run, *pipeline_overrides(kind, p, m), ranks=p)
+    expected = {s: (min(p - s, m) if kind == "1f1b" else m) for s in range(p)}
+    assert peak_in_flight_per_stage(run_dir) == expected

@@ -1,0 +1,91 @@
+// "auto": the lowest simulated bubble that fits the memory limit, and a clear error when nothing fits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.hpp"
+#include "test_util.hpp"
+
+namespace trident {
+namespace {
+
+using testing::input_error_message;
+
+double bubble_of(const Schedule& schedule) {
+  return simulate(schedule, ActionCosts::uniform(schedule.virtual_stages(), schedule.chunks)).bubble;
+}
+
+double memory_of(const Schedule& schedule) {
+  const SimulatedStep step = simulate(schedule, ActionCosts::uniform(schedule.virtual_stages(), schedule.chunks));
+  return static_cast<double>(*std::max_element(step.peak_in_flight.begin(), step.peak_in_flight.end())) /
+         schedule.chunks;
+}
+
+TEST(AutoSchedule, DefaultMemoryPicksZeroBubbleH1) {
+  const Schedule chosen = choose_auto_schedule(4, 8, 4, 0.0);
+  EXPECT_EQ(chosen.kind, "zb-h1");
+  EXPECT_EQ(chosen.stages, 4);
+  EXPECT_EQ(chosen.microbatches, 8);
+  EXPECT_EQ(find_schedule_problem(chosen), "");
+}
+
+// Whatever it picks, no candidate that fits has a lower bubble.
+TEST(AutoSchedule, NothingThatFitsIsBetter) {
+  for (int p : {1, 2, 4, 8}) {
+    for (int m : {1, p, 2 * p + 1, 4 * p}) {
+      for (double limit : {0.0, 1.5 * p, 100.0}) {
+        const Schedule chosen = choose_auto_schedule(p, m, 3, limit);
+        const double budget = limit > 0 ? limit : p;
+        EXPECT_LE(memory_of(chosen), budget + 1e-9);
+        const double chosen_bubble = bubble_of(chosen);
+        for (const std::string kind : {"gpipe", "1f1b", "zb-h1"}) {
+          const Schedule other = make_schedule(kind, p, m, 1);
+          if (memory_of(other) <= budget + 1e-9) {
+            EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << kind;
+          }
+        }
+        for (int v = 2; v <= 3 && m % p == 0; ++v) {
+          const Schedule other = make_schedule("interleaved-1f1b", p, m, v);
+          if (memory_of(other) <= budget + 1e-9) {
+            EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << "v=" << v;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AutoSchedule, NeverGpipeWhenItWouldHoldMoreThanP) {
+  for (int p : {2, 3, 4, 8}) {
+    for (int m : {p + 1, 2 * p, 5 * p}) {
+      EXPECT_NE(choose_auto_schedule(p, m, 1, p).kind, "gpipe") << "p=" << p << " m=" << m;
+      EXPECT_NE(choose_auto_schedule(p, m, 4, p).kind, "gpipe") << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+// With room for interleaving's extra warm-up activations, more chunks beat ZB-H1 at large p.
+TEST(AutoSchedule, MoreMemoryAllowsInterleaving) {
+  const Schedule chosen = choose_auto_schedule(8, 16, 4, 100.0);
+  EXPECT_LE(bubble_of(chosen), bubble_of(make_schedule("zb-h1", 8, 16, 1)));
+  EXPECT_GT(memory_of(make_schedule("interleaved-1f1b", 8, 16, 2)), 8.0);  // which is why the default excludes it
+}
+
+TEST(AutoSchedule, ImpossibleLimitSaysWhatWouldFit) {
+  const std::string message = input_error_message([] { choose_auto_schedule(4, 8, 2, 0.1); });
+  EXPECT_NE(message.find("0.1"), std::string::npos) << message;
+  EXPECT_NE(message.find("smallest any candidate needs is 4"), std::string::npos) << message;
+}
+
+TEST(AutoSchedule, RejectsBadArguments) {
+  EXPECT_NE(input_error_message([] { choose_auto_schedule(0, 8, 1, 0.0); }).find("at least 1 stage"),
+            std::string::npos);
+  EXPECT_NE(input_error_message([] { choose_auto_schedule(4, 8, 0, 0.0); }).find("max_chunks"), std::string::npos);
+  EXPECT_NE(input_error_message([] { choose_auto_schedule(4, 8, 1, -1.0); }).find("memory limit"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trident

@@ -130,7 +130,9 @@ int run_command(const CliArgs& args, int argc, char** argv) {
       const Deck deck = load_deck(args.deck_path, args.overrides);
       trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout);
     });
-    if (code == kExitOk) code = or_abort(MPI_COMM_WORLD, [&] { trainer->run(); });
+    int outcome = kExitOk;
+    if (code == kExitOk) code = or_abort(MPI_COMM_WORLD, [&] { outcome = trainer->run(); });
+    if (code == kExitOk) code = outcome;
   }
   MPI_Finalize();
   return code;

@@ -1,6 +1,7 @@
 // The two kinds of failure the command line distinguishes (DESIGN.md, "Command line"):
 // InputError = the user's deck, data, checkpoint or arguments are wrong (exit code 2);
-// anything else thrown is a runtime failure (exit code 1).
+// anything else thrown is a runtime failure (exit code 1). A run stopped by SIGUSR1 / SIGTERM
+// exits with 3 once its checkpoint is saved.
 #pragma once
 
 #include <stdexcept>
@@ -15,5 +16,6 @@ struct InputError : std::runtime_error {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntimeFailure = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitCheckpointed = 3;  // stopped by a signal after saving a checkpoint: resubmit
 
 }  // namespace trident

@@ -5,15 +5,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/copy.hpp"
+
 namespace trident {
 
 namespace {
-
-void copy_floats(const float* from, float* to, std::size_t count) {
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::deep_copy(Kokkos::View<float*, MemSpace, Unmanaged>(to, count),
-                    Kokkos::View<const float*, MemSpace, Unmanaged>(from, count));
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -99,28 +95,32 @@ void GradientSync::launch(const Bucket& bucket) {
   }
   const float* send = grads;
   if (bucket.padded(dp_.size())) {  // reduce-scatter needs dp equal pieces: pad with zeros
-    copy_floats(grads, padded_grads_.data(), bucket.size);
+    copy_floats(padded_grads_.data(), grads, bucket.size);
     send = padded_grads_.data();
   }
   in_flight_.push_back(dp_.reduce_scatter_sum_async(send, shard_grads_.data() + bucket.shard_offset, bucket.piece));
 }
 
 void GradientSync::all_gather_params() {
-  if (!zero1_ || dp_.size() == 1) return;
   const auto start = std::chrono::steady_clock::now();
+  all_gather_in_place(params_.values);
+  exposed_seconds_ += seconds_since(start);
+}
+
+void GradientSync::all_gather_in_place(FloatBuffer& buffer) {
+  if (!zero1_ || dp_.size() == 1) return;
   Kokkos::fence();  // the optimizer's kernels wrote the pieces being sent
   const std::size_t rank = static_cast<std::size_t>(dp_.rank());
   for (const Bucket& bucket : buckets_) {
-    float* values = params_.values.data() + bucket.offset;
+    float* values = buffer.data() + bucket.offset;
     if (bucket.padded(dp_.size())) {  // gathering in place would write past the bucket's end
-      copy_floats(values, padded_values_.data(), bucket.size);
-      dp_.all_gather(padded_values_.data() + rank * bucket.piece, padded_values_.data(), bucket.piece);
       copy_floats(padded_values_.data(), values, bucket.size);
+      dp_.all_gather(padded_values_.data() + rank * bucket.piece, padded_values_.data(), bucket.piece);
+      copy_floats(values, padded_values_.data(), bucket.size);
     } else {
       dp_.all_gather(values + rank * bucket.piece, values, bucket.piece);
     }
   }
-  exposed_seconds_ += seconds_since(start);
 }
 
 const float* GradientSync::reduced_grads() const {

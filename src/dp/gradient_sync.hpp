@@ -49,6 +49,9 @@ class GradientSync {
   // ZeRO-1, after the optimizer updated this rank's pieces of params.values: every rank gets all
   // of them (one all-gather per bucket). Nothing to do without ZeRO-1 or in a group of one.
   void all_gather_params();
+  // The same for any buffer in the layout of params.values whose pieces sit where this rank's
+  // pieces of the gradients do (the optimizer's moments, for checkpoints).
+  void all_gather_in_place(FloatBuffer& buffer);
 
   // The reduced gradients this rank holds after finish(): ranges of reduced_grads(). Without
   // ZeRO-1 that is the whole of params.grads; with it, this rank's piece of each bucket.

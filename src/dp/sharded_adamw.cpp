@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "dp/tensor_pieces.hpp"
+#include "kernels/copy.hpp"
 #include "optim/adamw.hpp"
 
 namespace trident {
@@ -26,6 +27,21 @@ void ShardedAdamW::update(ParamStore& params, int step, double lr, float grad_sc
     });
   }
   sync_.all_gather_params();
+}
+
+void ShardedAdamW::export_moments(FloatBuffer& m_out, FloatBuffer& v_out) {
+  for (auto [pieces, full] : {std::pair{&m, &m_out}, std::pair{&v, &v_out}}) {
+    Kokkos::deep_copy(*full, 0.0f);
+    for (const HeldRange& range : sync_.held_ranges())
+      copy_floats(full->data() + range.offset, pieces->data() + range.local, range.count);
+    sync_.all_gather_in_place(*full);
+  }
+}
+
+void ShardedAdamW::import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) {
+  for (auto [full, pieces] : {std::pair{&m_in, &m}, std::pair{&v_in, &v}})
+    for (const HeldRange& range : sync_.held_ranges())
+      copy_floats(pieces->data() + range.local, full->data() + range.offset, range.count);
 }
 
 }  // namespace trident

@@ -21,6 +21,10 @@ class ShardedAdamW final : public Optimizer {
   FloatBuffer m;
   FloatBuffer v;
 
+  // Collective over the dp group: scatters this rank's pieces into the full layout and all-gathers.
+  void export_moments(FloatBuffer& m_out, FloatBuffer& v_out) override;
+  void import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) override;
+
  private:
   // Updates this rank's pieces of params.values (params must be sync's store), then all-gathers.
   void update(ParamStore& params, int step, double lr, float grad_scale) override;

@@ -3,6 +3,13 @@
 // /events table (one 1-D dataset per EventRow field, so that f["events"]["kind"] reads the kinds).
 // Written by rank 0 alone.
 //
+// /steps/peak_activation_bytes_per_stage is the one 2-D /steps dataset: [steps, stages], so that
+// f["steps"]["peak_activation_bytes_per_stage"][:, s] reads stage s's peaks.
+//
+// Resume: a run restarted from a checkpoint of step S opens the timeline of the run it continues,
+// drops the /steps and /events rows of steps after S (the crashed run got further than its last
+// checkpoint) and appends from there; see the resume constructor.
+//
 // Crash safety: the file is only changed right before an H5Fflush, never left with unflushed
 // HDF5 state between calls. So a run that dies keeps a readable file holding every step appended
 // so far and every event written by the last flush() (or automatic batch write, see below).
@@ -11,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +40,10 @@ struct StepRecord {
   double achieved_gflops = 0;
   double mfu = 0;              // achieved / measured GEMM peak
   double dp_exposed_s = 0;     // data-parallel communication not hidden behind backward
-  std::int64_t peak_activation_bytes = 0;
+  std::int64_t peak_activation_bytes = 0;  // the largest of all ranks'
+  // Per pipeline stage (index = pp coordinate), the largest peak of the stage's ranks: empty (the
+  // row then holds -1, "not recorded") or exactly TimelineWriter::stages() values.
+  std::vector<std::int64_t> peak_activation_bytes_per_stage;
 };
 
 // One /events row: an event and who recorded it when. The /events datasets are rank, tp, pp, dp,
@@ -55,14 +66,37 @@ class TimelineWriter {
   // the memory held between checkpoints (about 4 MiB) while keeping writes large.
   static constexpr std::size_t kMaxPendingEvents = std::size_t{1} << 16;
 
-  // Creates (truncating) `path` with the root attributes and empty /steps and /events tables.
-  TimelineWriter(const std::string& path, const Attributes& root_attributes);
+  // Creates (truncating) `path` with the root attributes and empty /steps and /events tables;
+  // /steps/peak_activation_bytes_per_stage has `stages` (>= 1) values per row.
+  TimelineWriter(const std::string& path, const Attributes& root_attributes, int stages = 1);
+
+  // Where a resumed run continues: the last step whose rows are kept (the checkpoint's step).
+  struct Resume {
+    std::int64_t after_step = 0;
+  };
+  // Continues the timeline at `path` (read-write): deletes the /steps and /events rows whose
+  // `step` is greater than resume.after_step (wherever they are; normally the last ones), replaces
+  // every root attribute by `root_attributes` (the deck may have changed) and flushes; appending
+  // then goes on as after creation. Falls back to creating a fresh timeline, as the first
+  // constructor does, when `path` does not exist, is not an HDF5 file or has no /steps group
+  // (not a timeline), or holds a timeline of another layout (a missing or differently typed
+  // column, another number of stages): that file is first renamed to `path` + ".old". resumed()
+  // and note() say which happened.
+  TimelineWriter(const std::string& path, const Attributes& root_attributes, int stages, Resume resume);
+  // The same, as a factory.
+  static TimelineWriter resume(const std::string& path, const Attributes& root_attributes, std::int64_t after_step,
+                               int stages = 1) {
+    return TimelineWriter(path, root_attributes, stages, Resume{after_step});
+  }
+
   // Writes the pending events (best effort: a destructor cannot report a failure).
   ~TimelineWriter();
   TimelineWriter(const TimelineWriter&) = delete;
   TimelineWriter& operator=(const TimelineWriter&) = delete;
 
-  // Adds one row to every /steps dataset and flushes the file.
+  // Adds one row to every /steps dataset and flushes the file. Throws std::invalid_argument, before
+  // writing anything, when record.peak_activation_bytes_per_stage is neither empty nor stages()
+  // long.
   void append_step(const StepRecord& record);
 
   // Queues `rows` for /events: costs a copy into memory, no HDF5 call, unless the queue reaches
@@ -77,17 +111,39 @@ class TimelineWriter {
   // Events in the file so far; events_pending() more are queued for the next write.
   std::int64_t events_written() const { return event_columns_.front().rows(); }
   std::int64_t events_pending() const { return static_cast<std::int64_t>(pending_events_.size()); }
+  int stages() const { return stages_; }
+
+  // True when the resume constructor continued an existing timeline; false after creation.
+  bool resumed() const { return resumed_; }
+  // One line for the run's log about the resume constructor's outcome: what it kept and dropped,
+  // or why it created a fresh timeline instead. Empty after the first constructor.
+  const std::string& note() const { return note_; }
 
  private:
+  void create(const Attributes& root_attributes);
+  // Why the resume constructor creates a fresh timeline instead of continuing the file.
+  struct Fallback {
+    std::string reason;
+    bool keep_old_file = false;  // a timeline of another layout: renamed, not overwritten
+  };
+  // Continues the existing timeline for the resume constructor; when it cannot be continued,
+  // closes every handle again and says why.
+  std::optional<Fallback> open_existing(std::int64_t after_step, const Attributes& root_attributes);
+  void close_all();
   void write_pending_events();
   void flush_file(const std::string& after);
 
   std::string path_;
-  Hdf5Handle file_;   // declared first: closed last, after the objects inside it
+  int stages_ = 1;
+  bool resumed_ = false;
+  std::string note_;
+  Hdf5Handle file_;   // declared before the objects inside it: closed after them
   Hdf5Handle steps_;
   Hdf5Handle events_;
   Hdf5Handle kind_type_;  // the fixed-length string type of /events/kind
-  std::vector<Hdf5Column> step_columns_;   // in the order of the StepRecord fields
+  // In the order of the StepRecord fields (kStepFields, timeline_writer.cpp), then
+  // peak_activation_bytes_per_stage.
+  std::vector<Hdf5Column> step_columns_;
   std::vector<Hdf5Column> event_columns_;  // in the order of kEventFields (timeline_writer.cpp)
   std::vector<EventRow> pending_events_;
 };

@@ -1,5 +1,6 @@
 #include "model/param_store.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <stdexcept>
@@ -41,6 +42,26 @@ std::int64_t global_index(const ParamTensor& tensor, std::int64_t local_index, i
     global_stride *= tensor.global_shape[d];
   }
   return global;
+}
+
+std::vector<ShardBox> shard_boxes(const ParamTensor& tensor, int tp_rank, int tp_size) {
+  ShardBox whole{std::vector<std::int64_t>(tensor.global_shape.size(), 0),
+                 std::vector<std::int64_t>(tensor.global_shape.size(), 0), tensor.global_shape};
+  if (!tensor.tp_sharded()) return {whole};
+  const ShardBlock block(tensor, tp_size);
+  const int d = tensor.shard_dim;
+  std::vector<ShardBox> boxes;
+  for (int b = 0; b < tensor.shard_blocks; ++b) {
+    const std::int64_t first = tp_rank * block.local;  // within the block
+    const std::int64_t count = std::min(block.local, block.global - first);
+    if (count <= 0) continue;  // this rank holds only padding of the block
+    ShardBox box = whole;
+    box.global_start[d] = b * block.global + first;
+    box.local_start[d] = b * block.local;
+    box.count[d] = count;
+    boxes.push_back(std::move(box));
+  }
+  return boxes;
 }
 
 ParamStore::ParamStore(int tp_rank, int tp_size) : tp_rank_(tp_rank), tp_size_(tp_size) {

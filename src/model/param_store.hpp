@@ -39,6 +39,15 @@ struct ParamTensor {
 // tp_rank of tp_size, or -1 for a padding element (a wte row past the real vocabulary).
 std::int64_t global_index(const ParamTensor& tensor, std::int64_t local_index, int tp_rank, int tp_size);
 
+// The part of a tensor's global (HF) shape that TP rank tp_rank holds, as boxes: elements
+// [global_start, global_start + count) of the global tensor sit at [local_start, local_start +
+// count) of the rank's local slice (one box per shard block: q, k and v of c_attn are three; none
+// for a block the rank holds only padding of). Checkpoints read and write these boxes.
+struct ShardBox {
+  std::vector<std::int64_t> global_start, local_start, count;
+};
+std::vector<ShardBox> shard_boxes(const ParamTensor& tensor, int tp_rank, int tp_size);
+
 class ParamStore {
  public:
   // The slices of TP rank tp_rank of tp_size; the defaults hold whole tensors.

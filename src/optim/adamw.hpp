@@ -35,6 +35,9 @@ class AdamW final : public Optimizer {
   FloatBuffer m;  // first moments
   FloatBuffer v;  // second moments
 
+  void export_moments(FloatBuffer& m_out, FloatBuffer& v_out) override;
+  void import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) override;
+
  private:
   // Every tensor from params.grads.
   void update(ParamStore& params, int step, double lr, float grad_scale) override;

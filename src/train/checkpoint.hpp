@@ -1,22 +1,33 @@
-// Saving the model at step boundaries in the checkpoint layout of DESIGN.md: every tensor is
-// assembled whole across its tp group, sent along the pipeline to world rank 0, and written there. (The collective writer with
-// optimizer state, checksums and resume is the HDF5 milestone's.)
+// Checkpoints of the training state in the layout of DESIGN.md "Checkpoint": one HDF5 file written
+// collectively, each rank writing the boxes of its TP shards of the tensors its pipeline stage
+// holds (the dp = 0 replica only: the others hold the same values), whole HF-shaped tensors under
+// /model and the AdamW moments under /optimizer/m and /optimizer/v. Any grid reads any grid's
+// checkpoint: every rank reads the boxes its own shards need, and the dataset checksums are
+// verified over what the ranks read together.
 #pragma once
 
 #include <iosfwd>
-#include <vector>
+#include <string>
 
 #include "deck/config.hpp"
 #include "grid/process_grid.hpp"
 #include "model/param_store.hpp"
+#include "optim/optimizer.hpp"
 
 namespace trident {
 
-// Collective over the world. Writes <checkpoint dir>/step_XXXXXXXX.h5, points `latest` at it and
-// keeps the newest checkpoint.keep files. stage_layouts[s]: the tensors pipeline stage s holds, in
-// the order of its store (unallocated stores are enough); `params` is this rank's.
-void save_model_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params,
-                           const std::vector<ParamStore>& stage_layouts, int step, std::ostream& log);
+// Collective over the world. Writes and commits <checkpoint dir>/step_XXXXXXXX.h5 (temporary
+// name, rename, `latest`) and keeps the newest checkpoint.keep files.
+void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, Optimizer& optimizer,
+                     int step, std::ostream& log);
+
+// Collective over the world. Loads the checkpoint that checkpoint.resume names into params and
+// the optimizer and returns its step; 0 when there is nothing to resume ("none", or "auto" with
+// no checkpoint yet). "auto" trusts `latest` and falls back to older complete checkpoints with a
+// warning naming the problem (checksum, shape, missing dataset, unreadable file); throws
+// InputError when checkpoints exist but none is valid, or when an explicit path fails to load.
+int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,
+                           std::ostream& log);
 
 // checkpoint.dir resolved against output.dir when relative.
 std::string checkpoint_dir(const Deck& deck);

@@ -17,14 +17,15 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-ProgressPrinter::ProgressPrinter(std::ostream& out, int total_steps, int log_every, bool show_bubble)
-    : out_(out), total_steps_(total_steps), log_every_(log_every), show_bubble_(show_bubble) {}
+ProgressPrinter::ProgressPrinter(std::ostream& out, int first_step, int total_steps, int log_every, bool show_bubble)
+    : out_(out), first_step_(first_step), total_steps_(total_steps), log_every_(log_every), show_bubble_(show_bubble) {}
 
 void ProgressPrinter::step(const StepRecord& r) {
   elapsed_s_ += r.step_time_s;
-  const bool due = r.step == 1 || r.step == total_steps_ || r.step % log_every_ == 0;
+  const bool due = r.step == first_step_ + 1 || r.step == total_steps_ || r.step % log_every_ == 0;
   if (!due) return;
-  const double eta_s = elapsed_s_ / static_cast<double>(r.step) * static_cast<double>(total_steps_ - r.step);
+  const double eta_s =
+      elapsed_s_ / static_cast<double>(r.step - first_step_) * static_cast<double>(total_steps_ - r.step);
   const int width = static_cast<int>(std::to_string(total_steps_).size());
   char bubble[32] = "";
   if (show_bubble_) std::snprintf(bubble, sizeof bubble, " | bubble %5.1f%%", r.bubble * 100.0);

@@ -38,6 +38,7 @@
 #include "train/clock_sync.hpp"
 #include "train/event_log.hpp"
 #include "train/progress.hpp"
+#include "train/stop_signal.hpp"
 
 namespace trident {
 
@@ -70,15 +71,6 @@ Schedule checked(Schedule schedule) {
   if (const std::string problem = find_schedule_problem(schedule); !problem.empty())
     throw std::logic_error("the " + schedule.kind + " generator made an invalid schedule: " + problem);
   return schedule;
-}
-
-// The tensors each pipeline stage holds, for gathering checkpoints to rank 0.
-std::vector<ParamStore> stage_layouts(const Deck& deck, const Schedule& schedule,
-                                      const std::vector<StageLayers>& partition) {
-  std::vector<ParamStore> layouts(deck.parallel.pp);
-  for (int stage = 0; stage < deck.parallel.pp; ++stage)
-    add_gpt_parameters(layouts[stage], deck.model, stage_chunks(schedule, partition, stage));
-  return layouts;
 }
 
 // Device buffers for the token ids of every micro-batch of a step.
@@ -119,7 +111,6 @@ struct Trainer::State {
                 d.schedule.microbatches, d.parallel.dp),
         schedule(checked(deck_schedule(d))),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
-        layouts(stage_layouts(d, schedule, partition)),
         model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp,
               stage_chunks(schedule, partition, grid.coords.pp),
               d.schedule.recompute == "full" ? Recompute::full : Recompute::none),
@@ -158,7 +149,6 @@ struct Trainer::State {
   BatchWindows windows;
   Schedule schedule;
   std::vector<StageLayers> partition;  // layers of every virtual stage
-  std::vector<ParamStore> layouts;     // the tensors of every pipeline stage
   Gpt model;
   GradientSync sync;
   std::unique_ptr<Optimizer> optimizer;
@@ -171,6 +161,7 @@ struct Trainer::State {
   double gemm_peak_gflops = 0.0;
   const ParamTensor* wte = nullptr;  // this rank's copy of the tied embedding, if any
   double predicted_bubble = 0.0;     // the simulator's, for the deck's costs
+  int start_step = 0;                // the checkpoint's step when resuming
   EventLog events;                   // this rank's events of the step in progress
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
@@ -207,48 +198,60 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
           << "  output  " << deck.output.dir << "\n"
           << std::flush;
     prepare_run_dir(deck.output.dir, deck.text);
+  }
+  MPI_Barrier(world);  // the run directory exists before any rank looks for checkpoints in it
+  s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, log);
+  install_stop_signal_handlers();
+  if (s.is_root()) {
     const ModelConfig& m = deck.model;
-    s.timeline = std::make_unique<TimelineWriter>(
-        (std::filesystem::path(deck.output.dir) / kTimelineFile).string(),
-        Attributes{
-            {"trident_version", std::string(TRIDENT_VERSION)},
-            {"deck", deck.text},
-            {"schedule", deck.schedule.kind},
-            {"p", std::int64_t{grid.pp}},
-            {"m", std::int64_t{deck.schedule.microbatches}},
-            {"virtual_stages", std::int64_t{s.schedule.chunks}},
-            {"schedule_kind", s.schedule.kind},  // what auto chose
-            {"predicted_bubble", s.predicted_bubble},
-            {"emulated", std::int64_t{deck.emulate.enabled ? 1 : 0}},
-            {"tp", std::int64_t{grid.tp}},
-            {"pp", std::int64_t{grid.pp}},
-            {"dp", std::int64_t{grid.dp}},
-            {"zero", std::int64_t{grid.zero}},
-            {"layers", std::int64_t{m.layers}},
-            {"d_model", std::int64_t{m.d_model}},
-            {"heads", std::int64_t{m.heads}},
-            {"seq_len", std::int64_t{m.seq_len}},
-            {"vocab", std::int64_t{m.vocab}},
-            {"micro_batch_size", std::int64_t{deck.schedule.micro_batch_size}},
-            {"tokens_per_step", deck.tokens_per_step()},
-            {"flops_per_step", s.flops_per_step},
-            {"gemm_peak_gflops", s.gemm_peak_gflops},
-            {"blas_library", blas.library},
-            {"blas_core", blas.core},
-            {"blas_threads", std::int64_t{blas.threads}},
-        });
+    const std::string timeline_path = (std::filesystem::path(deck.output.dir) / kTimelineFile).string();
+    const Attributes timeline_attributes{
+        {"trident_version", std::string(TRIDENT_VERSION)},
+        {"deck", deck.text},
+        {"schedule", deck.schedule.kind},
+        {"p", std::int64_t{grid.pp}},
+        {"m", std::int64_t{deck.schedule.microbatches}},
+        {"virtual_stages", std::int64_t{s.schedule.chunks}},
+        {"schedule_kind", s.schedule.kind},  // what auto chose
+        {"predicted_bubble", s.predicted_bubble},
+        {"emulated", std::int64_t{deck.emulate.enabled ? 1 : 0}},
+        {"tp", std::int64_t{grid.tp}},
+        {"pp", std::int64_t{grid.pp}},
+        {"dp", std::int64_t{grid.dp}},
+        {"zero", std::int64_t{grid.zero}},
+        {"layers", std::int64_t{m.layers}},
+        {"d_model", std::int64_t{m.d_model}},
+        {"heads", std::int64_t{m.heads}},
+        {"seq_len", std::int64_t{m.seq_len}},
+        {"vocab", std::int64_t{m.vocab}},
+        {"micro_batch_size", std::int64_t{deck.schedule.micro_batch_size}},
+        {"tokens_per_step", deck.tokens_per_step()},
+        {"flops_per_step", s.flops_per_step},
+        {"gemm_peak_gflops", s.gemm_peak_gflops},
+        {"blas_library", blas.library},
+        {"blas_core", blas.core},
+        {"blas_threads", std::int64_t{blas.threads}},
+    };
+    // A resumed run continues its timeline after the checkpoint's step.
+    s.timeline = s.start_step > 0 ? std::make_unique<TimelineWriter>(timeline_path, timeline_attributes, grid.pp,
+                                                                     TimelineWriter::Resume{s.start_step})
+                                  : std::make_unique<TimelineWriter>(timeline_path, timeline_attributes, grid.pp);
+    if (!s.timeline->note().empty()) s.log << "  " << s.timeline->note() << "\n";
   }
 }
 
 Trainer::~Trainer() = default;
 
-void Trainer::run() {
+int Trainer::run() {
   State& s = *state_;
   const Deck& deck = s.deck;
   const int microbatches = deck.schedule.microbatches;
-  ProgressPrinter progress(s.log, deck.train.steps, deck.output.log_every, deck.parallel.pp > 1);
+  ProgressPrinter progress(s.log, s.start_step, deck.train.steps, deck.output.log_every, deck.parallel.pp > 1);
+  if (s.start_step >= deck.train.steps && s.is_root())
+    s.log << "nothing to do: the checkpoint is at step " << s.start_step << " of train.steps = " << deck.train.steps
+          << " (raise train.steps to train further)\n";
 
-  for (int step = 1; step <= deck.train.steps; ++step) {
+  for (int step = s.start_step + 1; step <= deck.train.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     s.model.zero_grads();
     for (int mb = 0; mb < microbatches; ++mb) {
@@ -283,6 +286,10 @@ void Trainer::run() {
     s.events.record({EventKind::optimizer, -1, -1, optimizer_start, s.now(), 0});
     const std::vector<EventRow> rows =
         gather_events(s.world, s.events, s.grid.coords.tp, s.grid.coords.pp, s.grid.coords.dp, step);
+    std::vector<std::int64_t> stage_peaks(static_cast<std::size_t>(deck.parallel.pp), 0);
+    stage_peaks[static_cast<std::size_t>(s.grid.coords.pp)] = static_cast<std::int64_t>(s.model.peak_activation_bytes());
+    MPI_Reduce(s.is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp, MPI_INT64_T,
+               MPI_MAX, 0, s.world);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     if (s.is_root()) {
@@ -300,17 +307,30 @@ void Trainer::run() {
       record.achieved_gflops = s.flops_per_step / seconds / 1e9;
       record.mfu = record.achieved_gflops / (s.gemm_peak_gflops * s.grid.world_size);
       record.dp_exposed_s = s.sync.last_exposed_seconds();
-      record.peak_activation_bytes = static_cast<std::int64_t>(s.model.peak_activation_bytes());
+      record.peak_activation_bytes = *std::max_element(stage_peaks.begin(), stage_peaks.end());
+      record.peak_activation_bytes_per_stage = stage_peaks;
       s.timeline->append_events(rows);
       s.timeline->append_step(record);
       progress.step(record);
     }
-    if (step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0)) {
+    // Signals are looked at here only, where every rank is between steps; all agree.
+    int stop_signal = received_stop_signal();
+    MPI_Allreduce(MPI_IN_PLACE, &stop_signal, 1, MPI_INT, MPI_MAX, s.world);
+    const bool due = step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0);
+    if (due || stop_signal) {
       if (s.is_root()) s.timeline->flush();
-      save_model_checkpoint(deck, s.grid, s.model.params(), s.layouts, step, s.log);
+      save_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, step, s.log);
+    }
+    if (stop_signal && step < deck.train.steps) {
+      if (s.is_root())
+        s.log << "stopped by signal " << stop_signal << " after step " << step
+              << ": checkpoint saved; exit code 3 (resubmit: checkpoint.resume = \"auto\" continues)\n"
+              << std::flush;
+      return kExitCheckpointed;
     }
   }
   if (s.is_root()) s.log << "done: " << deck.train.steps << " steps; timeline " << deck.output.dir << "/timeline.h5\n";
+  return kExitOk;
 }
 
 }  // namespace trident

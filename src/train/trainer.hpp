@@ -19,8 +19,10 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Runs deck.train.steps steps; rank 0 prints progress to `log` and records /steps.
-  void run();
+  // Runs the steps after the resumed one up to deck.train.steps; rank 0 prints progress to `log`
+  // and records the timeline. Returns kExitOk, or kExitCheckpointed when SIGUSR1 / SIGTERM stopped
+  // the run at a step boundary after a checkpoint (common/error.hpp).
+  int run();
 
  private:
   struct State;

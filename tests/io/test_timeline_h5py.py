@@ -33,6 +33,17 @@ def test_steps_columns_read_by_name(timeline):
         assert timeline["steps"][name].shape == (3,), name
 
 
+def test_per_stage_peaks_are_a_steps_by_stages_array(timeline):
+    per_stage = timeline["steps"]["peak_activation_bytes_per_stage"]
+    assert per_stage.shape == (3, 2)
+    assert per_stage.dtype == np.int64
+    assert per_stage.maxshape == (None, 2)
+    peaks = per_stage[:]
+    np.testing.assert_array_equal(peaks, [[4096, 1024], [8192, 2048], [2**33, 3072]])
+    np.testing.assert_array_equal(peaks[:, 1], [1024, 2048, 3072])  # one stage over the steps
+    np.testing.assert_array_equal(peaks.max(axis=1), timeline["steps"]["peak_activation_bytes"][:])
+
+
 def test_string_attributes_are_str(timeline):
     assert isinstance(timeline.attrs["schedule"], str)
     assert timeline.attrs["schedule"] == "1f1b"

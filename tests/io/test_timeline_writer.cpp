@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -325,6 +326,389 @@ TEST(TimelineWriter, DuplicateAttributeNamesTheAttribute) {
   } catch (const std::runtime_error& error) {
     EXPECT_NE(std::string(error.what()).find("attribute 'grid'"), std::string::npos) << error.what();
   }
+}
+
+// ---- /steps/peak_activation_bytes_per_stage: the 2-D column --------------------------------------
+
+// A 2-D int64 dataset read whole: its dimensions and row-major values.
+struct Table2D {
+  hsize_t rows = 0, width = 0;
+  std::vector<std::int64_t> values;
+};
+
+Table2D read_2d(hid_t file, const std::string& path) {
+  Table2D table;
+  const hid_t dataset = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
+  EXPECT_GE(dataset, 0) << "no dataset " << path;
+  const hid_t space = H5Dget_space(dataset);
+  EXPECT_EQ(H5Sget_simple_extent_ndims(space), 2) << path;
+  hsize_t dims[2] = {0, 0}, maximum[2] = {0, 0};
+  H5Sget_simple_extent_dims(space, dims, maximum);
+  EXPECT_EQ(maximum[0], H5S_UNLIMITED) << path;
+  table.rows = dims[0];
+  table.width = dims[1];
+  table.values.resize(dims[0] * dims[1]);
+  if (!table.values.empty()) {
+    EXPECT_GE(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, table.values.data()), 0) << path;
+  }
+  H5Sclose(space);
+  H5Dclose(dataset);
+  return table;
+}
+
+std::vector<std::int64_t> stage_peaks(std::int64_t step, int stages) {
+  std::vector<std::int64_t> peaks;
+  for (int s = 0; s < stages; ++s) peaks.push_back((std::int64_t{1} << 34) + 1000 * step + s);  // beyond 32 bits
+  return peaks;
+}
+
+TEST(TimelineWriter, PerStagePeaksAreOneRowOfStagesValuesPerStep) {
+  const std::string path = temp_h5();
+  {
+    TimelineWriter writer(path, {}, /*stages=*/3);
+    EXPECT_EQ(writer.stages(), 3);
+    EXPECT_FALSE(writer.resumed());
+    EXPECT_EQ(writer.note(), "");
+    for (int step = 1; step <= 2; ++step) {
+      StepRecord r = record(step);
+      r.peak_activation_bytes_per_stage = stage_peaks(step, 3);
+      writer.append_step(r);
+    }
+    writer.append_step(record(3));  // no per-stage values: the row holds -1
+    StepRecord wrong = record(4);
+    wrong.peak_activation_bytes_per_stage = {1, 2};
+    EXPECT_THROW(writer.append_step(wrong), std::invalid_argument);
+    EXPECT_EQ(writer.steps_written(), 3) << "a rejected record writes no column";
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const Table2D table = read_2d(file, "/steps/peak_activation_bytes_per_stage");
+  EXPECT_EQ(table.rows, 3u);
+  EXPECT_EQ(table.width, 3u);
+  std::vector<std::int64_t> expected = stage_peaks(1, 3);
+  for (std::int64_t v : stage_peaks(2, 3)) expected.push_back(v);
+  for (int s = 0; s < 3; ++s) expected.push_back(-1);
+  EXPECT_EQ(table.values, expected);
+  // Every other /steps column stays 1-D, as long.
+  EXPECT_EQ(read_column<std::int64_t>(file, "step", H5T_NATIVE_INT64), (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(rows_of(file, "/steps/peak_activation_bytes"), 3u);
+  H5Fclose(file);
+}
+
+TEST(TimelineWriter, StagesMustBePositive) {
+  EXPECT_THROW(TimelineWriter(temp_h5(), {}, 0), std::invalid_argument);
+}
+
+// ---- resume ----------------------------------------------------------------------------------
+
+// A record of the first run, with per-stage peaks.
+StepRecord first_run_record(std::int64_t step, int stages) {
+  StepRecord r = record(step);
+  r.peak_activation_bytes_per_stage = stage_peaks(step, stages);
+  return r;
+}
+
+// A record of the resumed run: other values than the first run's.
+StepRecord resumed_record(std::int64_t step, int stages) {
+  StepRecord r = record(step);
+  r.loss += 100.0;
+  r.peak_activation_bytes += 7;
+  r.peak_activation_bytes_per_stage = stage_peaks(step + 100, stages);
+  return r;
+}
+
+// The first run: steps 1..last, each with two events (F at t = 10·step, B after it) flushed.
+void write_first_run(const std::string& path, std::int64_t last, int stages) {
+  TimelineWriter writer(path, {{"deck", std::string("old deck")}, {"only_in_old", std::int64_t{1}}}, stages);
+  for (std::int64_t step = 1; step <= last; ++step) {
+    const auto s = static_cast<std::int32_t>(step);
+    writer.append_events({event_row(0, s, EventKind::forward, 10.0 * s), event_row(1, s, EventKind::backward, 10.0 * s + 1)});
+    writer.append_step(first_run_record(step, stages));
+  }
+  writer.flush();
+}
+
+bool has_attribute(hid_t file, const char* name) { return H5Aexists(file, name) > 0; }
+
+TEST(TimelineWriter, ResumeDropsTheRowsOfLaterStepsAndAppends) {
+  const std::string path = temp_h5();
+  write_first_run(path, 5, 2);
+  {
+    TimelineWriter writer(path, {{"deck", std::string("new deck")}, {"p", std::int64_t{2}}}, 2,
+                          TimelineWriter::Resume{3});
+    EXPECT_TRUE(writer.resumed());
+    EXPECT_NE(writer.note().find("kept 3 of 5 steps and 6 of 10 events"), std::string::npos) << writer.note();
+    EXPECT_EQ(writer.steps_written(), 3);
+    EXPECT_EQ(writer.events_written(), 6);
+    for (std::int64_t step = 4; step <= 6; ++step) {
+      const auto s = static_cast<std::int32_t>(step);
+      writer.append_events({event_row(2, s, EventKind::input_grad, 100.0 * s)});
+      writer.append_step(resumed_record(step, 2));
+    }
+  }  // the destructor writes the queued events
+
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(read_string_attribute(file, "deck"), "new deck");
+  EXPECT_EQ(read_attribute<std::int64_t>(file, "p", H5T_NATIVE_INT64), 2);
+  EXPECT_FALSE(has_attribute(file, "only_in_old")) << "the root attributes are replaced, not merged";
+
+  EXPECT_EQ(read_column<std::int64_t>(file, "step", H5T_NATIVE_INT64), (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
+  const std::vector<double> loss = read_column<double>(file, "loss", H5T_NATIVE_DOUBLE);
+  const std::vector<std::int64_t> peak = read_column<std::int64_t>(file, "peak_activation_bytes", H5T_NATIVE_INT64);
+  const Table2D per_stage = read_2d(file, "/steps/peak_activation_bytes_per_stage");
+  ASSERT_EQ(loss.size(), 6u);
+  ASSERT_EQ(peak.size(), 6u);
+  ASSERT_EQ(per_stage.rows, 6u);
+  ASSERT_EQ(per_stage.width, 2u);
+  for (std::int64_t step = 1; step <= 6; ++step) {
+    const StepRecord expected = step <= 3 ? first_run_record(step, 2) : resumed_record(step, 2);
+    const auto i = static_cast<std::size_t>(step - 1);
+    EXPECT_EQ(loss[i], expected.loss) << step;
+    EXPECT_EQ(peak[i], expected.peak_activation_bytes) << step;
+    EXPECT_EQ(std::vector<std::int64_t>(per_stage.values.begin() + 2 * i, per_stage.values.begin() + 2 * i + 2),
+              expected.peak_activation_bytes_per_stage)
+        << step;
+  }
+  for (const char* name : kEventColumns) EXPECT_EQ(rows_of(file, std::string("/events/") + name), 9u) << name;
+  EXPECT_EQ(read_column<std::int32_t>(file, "events/step", H5T_NATIVE_INT32),
+            (std::vector<std::int32_t>{1, 1, 2, 2, 3, 3, 4, 5, 6}));
+  EXPECT_EQ(read_column<double>(file, "events/t_start", H5T_NATIVE_DOUBLE),
+            (std::vector<double>{10, 11, 20, 21, 30, 31, 400, 500, 600}))
+      << "the first run's events of steps 4 and 5 are gone";
+  EXPECT_EQ(read_kinds(file), (std::vector<std::string>{"F", "B", "F", "B", "F", "B", "I", "I", "I"}));
+  H5Fclose(file);
+}
+
+TEST(TimelineWriter, ResumeFactoryAfterTheLastStepKeepsEverything) {
+  const std::string path = temp_h5();
+  write_first_run(path, 2, 1);
+  TimelineWriter writer = TimelineWriter::resume(path, {}, 2);
+  EXPECT_TRUE(writer.resumed());
+  EXPECT_EQ(writer.steps_written(), 2);
+  EXPECT_EQ(writer.events_written(), 4);
+  EXPECT_EQ(writer.note().find("dropped"), std::string::npos) << writer.note();
+}
+
+TEST(TimelineWriter, ResumeDropsLaterRowsWhereverTheyAre) {
+  // Rows out of step order (not what the trainer writes): the later steps are compacted away, the
+  // kept rows keep their order, in every column alike.
+  const std::string path = temp_h5();
+  const std::vector<std::int64_t> order = {1, 4, 2, 5, 3};
+  {
+    TimelineWriter writer(path, {}, 2);
+    for (std::int64_t step : order) {
+      const auto s = static_cast<std::int32_t>(step);
+      writer.append_events({event_row(0, s, EventKind::forward, 10.0 * s), event_row(1, s, EventKind::send, 10.0 * s + 1)});
+      writer.append_step(first_run_record(step, 2));
+    }
+  }
+  {
+    TimelineWriter writer(path, {}, 2, TimelineWriter::Resume{3});
+    EXPECT_EQ(writer.steps_written(), 3);
+    EXPECT_EQ(writer.events_written(), 6);
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(read_column<std::int64_t>(file, "step", H5T_NATIVE_INT64), (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(read_column<double>(file, "lr", H5T_NATIVE_DOUBLE),
+            (std::vector<double>{record(1).lr, record(2).lr, record(3).lr}));
+  std::vector<std::int64_t> expected;
+  for (std::int64_t step : {1, 2, 3})
+    for (std::int64_t v : stage_peaks(step, 2)) expected.push_back(v);
+  EXPECT_EQ(read_2d(file, "/steps/peak_activation_bytes_per_stage").values, expected);
+  EXPECT_EQ(read_column<std::int32_t>(file, "events/step", H5T_NATIVE_INT32), (std::vector<std::int32_t>{1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(read_column<double>(file, "events/t_start", H5T_NATIVE_DOUBLE), (std::vector<double>{10, 11, 20, 21, 30, 31}));
+  EXPECT_EQ(read_kinds(file), (std::vector<std::string>{"F", "SEND", "F", "SEND", "F", "SEND"}));
+  EXPECT_EQ(read_column<std::int64_t>(file, "events/bytes", H5T_NATIVE_INT64),
+            (std::vector<std::int64_t>{0, (std::int64_t{1} << 35) + 1, 0, (std::int64_t{1} << 35) + 1, 0,
+                                       (std::int64_t{1} << 35) + 1}));
+  H5Fclose(file);
+}
+
+TEST(TimelineWriter, ResumeDropsAPartialRowLeftByACrash) {
+  // As if a run died between two column writes of step 3: /steps/loss is one row longer.
+  const std::string path = temp_h5();
+  write_first_run(path, 2, 1);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t loss = H5Dopen2(file, "/steps/loss", H5P_DEFAULT);
+    const hsize_t longer = 3;
+    ASSERT_GE(H5Dset_extent(loss, &longer), 0);
+    H5Dclose(loss);
+    H5Fclose(file);
+  }
+  {
+    TimelineWriter writer(path, {}, 1, TimelineWriter::Resume{10});
+    EXPECT_TRUE(writer.resumed());
+    EXPECT_EQ(writer.steps_written(), 2);
+    writer.append_step(record(3));
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(read_column<double>(file, "loss", H5T_NATIVE_DOUBLE),
+            (std::vector<double>{record(1).loss, record(2).loss, record(3).loss}));
+  EXPECT_EQ(read_column<std::int64_t>(file, "step", H5T_NATIVE_INT64), (std::vector<std::int64_t>{1, 2, 3}));
+  H5Fclose(file);
+}
+
+TEST(TimelineWriter, ResumeOfACrashedRunsTimeline) {
+  // The usual case: the run died (no H5Fclose) after step 3; its last checkpoint was step 2.
+  const std::string path = temp_h5();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    TimelineWriter writer(path, {}, 2);
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      writer.append_events({event_row(0, static_cast<std::int32_t>(step), EventKind::forward, 1.0 * step)});
+      writer.flush();
+      writer.append_step(first_run_record(step, 2));
+    }
+    std::_Exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  {
+    TimelineWriter writer(path, {}, 2, TimelineWriter::Resume{2});
+    EXPECT_TRUE(writer.resumed()) << writer.note();
+    EXPECT_EQ(writer.steps_written(), 2);
+    EXPECT_EQ(writer.events_written(), 2);
+    writer.append_step(resumed_record(3, 2));
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(read_column<double>(file, "loss", H5T_NATIVE_DOUBLE),
+            (std::vector<double>{record(1).loss, record(2).loss, resumed_record(3, 2).loss}));
+  EXPECT_EQ(read_column<double>(file, "events/t_start", H5T_NATIVE_DOUBLE), (std::vector<double>{1.0, 2.0}));
+  H5Fclose(file);
+}
+
+// The resume constructor on something it cannot continue: a fresh timeline, and a note saying why.
+void expect_fresh_timeline(const std::string& path, const TimelineWriter& writer, const std::string& reason) {
+  EXPECT_FALSE(writer.resumed());
+  EXPECT_NE(writer.note().find(reason), std::string::npos) << writer.note();
+  EXPECT_NE(writer.note().find("started a new timeline"), std::string::npos) << writer.note();
+  EXPECT_EQ(writer.steps_written(), 0);
+  EXPECT_EQ(writer.events_written(), 0);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(read_string_attribute(file, "deck"), "d");
+  EXPECT_EQ(rows_of(file, "/steps/step"), 0u);
+  H5Fclose(file);
+}
+
+TEST(TimelineWriter, ResumeWithoutAFileCreatesOne) {
+  const std::string path = temp_h5();
+  std::filesystem::remove(path);
+  TimelineWriter writer(path, {{"deck", std::string("d")}}, 2, TimelineWriter::Resume{3});
+  expect_fresh_timeline(path, writer, "no such file");
+}
+
+TEST(TimelineWriter, ResumeOfANonHdf5FileReplacesIt) {
+  const std::string path = temp_h5();
+  {
+    FILE* text = std::fopen(path.c_str(), "w");
+    ASSERT_NE(text, nullptr);
+    std::fputs("not hdf5\n", text);
+    std::fclose(text);
+  }
+  TimelineWriter writer(path, {{"deck", std::string("d")}}, 2, TimelineWriter::Resume{3});
+  expect_fresh_timeline(path, writer, "not an HDF5 file");
+}
+
+TEST(TimelineWriter, ResumeOfAnHdf5FileWithoutStepsReplacesIt) {
+  const std::string path = temp_h5();
+  H5Fclose(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  TimelineWriter writer(path, {{"deck", std::string("d")}}, 2, TimelineWriter::Resume{3});
+  expect_fresh_timeline(path, writer, "no /steps group");
+}
+
+TEST(TimelineWriter, ResumeOfAnotherLayoutKeepsTheOldFileAside) {
+  const std::string path = temp_h5();
+  std::filesystem::remove(path + ".old");
+  write_first_run(path, 2, 2);
+  {
+    TimelineWriter writer(path, {{"deck", std::string("d")}}, 4, TimelineWriter::Resume{2});  // pp 2 -> 4
+    expect_fresh_timeline(path, writer, "peak_activation_bytes_per_stage' has 2 values per row, this run writes 4");
+    EXPECT_NE(writer.note().find(path + ".old"), std::string::npos) << writer.note();
+  }
+  const hid_t old = H5Fopen((path + ".old").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(old, 0) << "the other layout's timeline is kept as " << path << ".old";
+  EXPECT_EQ(read_column<std::int64_t>(old, "step", H5T_NATIVE_INT64), (std::vector<std::int64_t>{1, 2}));
+  H5Fclose(old);
+
+  // A timeline without a column this writer appends to (an older layout) is another layout too.
+  std::filesystem::remove(path + ".old");
+  write_first_run(path, 2, 1);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    ASSERT_GE(H5Ldelete(file, "/steps/mfu", H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  TimelineWriter writer(path, {{"deck", std::string("d")}}, 1, TimelineWriter::Resume{2});
+  expect_fresh_timeline(path, writer, "another timeline layout");
+  EXPECT_NE(writer.note().find("'mfu'"), std::string::npos) << writer.note();
+  EXPECT_TRUE(std::filesystem::exists(path + ".old"));
+}
+
+// ---- Hdf5Column on its own ----------------------------------------------------------------------
+
+TEST(Hdf5Column, OpenExistingTruncateAndRetain) {
+  const std::string path = temp_h5();
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  {
+    Hdf5Column one(file, "one", H5T_NATIVE_INT32, path, 4);
+    Hdf5Column two(file, "two", H5T_NATIVE_DOUBLE, path, 4, /*width=*/2);
+    const std::int32_t ints[] = {10, 11, 12, 13, 14, 15};
+    const double doubles[] = {0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5};
+    one.append_many(H5T_NATIVE_INT32, ints, 6);
+    two.append_many(H5T_NATIVE_DOUBLE, doubles, 6);
+    EXPECT_EQ(two.rows(), 6);
+    EXPECT_EQ(two.width(), 2);
+    EXPECT_THROW(one.truncate(7), std::invalid_argument);
+    EXPECT_THROW(one.truncate(-1), std::invalid_argument);
+    EXPECT_THROW(one.retain({true}), std::invalid_argument);
+  }
+  {
+    Hdf5Column one(Hdf5Column::OpenExisting{}, file, "one", path);
+    Hdf5Column two(Hdf5Column::OpenExisting{}, file, "two", path);
+    EXPECT_EQ(one.rows(), 6);
+    EXPECT_EQ(one.width(), 0);
+    EXPECT_EQ(two.rows(), 6);
+    EXPECT_EQ(two.width(), 2);
+    EXPECT_TRUE(one.stores(H5T_NATIVE_INT32));
+    EXPECT_FALSE(one.stores(H5T_NATIVE_INT64));
+    EXPECT_FALSE(one.stores(H5T_NATIVE_FLOAT));
+    EXPECT_TRUE(two.stores(H5T_NATIVE_DOUBLE));
+    const std::vector<bool> keep = {false, true, true, false, true, false};
+    one.retain(keep);
+    two.retain(keep);
+    EXPECT_EQ(one.rows(), 3);
+    std::vector<std::int64_t> ints(3);
+    one.read_all(H5T_NATIVE_INT64, ints.data());  // converted from the stored int32
+    EXPECT_EQ(ints, (std::vector<std::int64_t>{11, 12, 14}));
+    std::vector<double> doubles(6);
+    two.read_all(H5T_NATIVE_DOUBLE, doubles.data());
+    EXPECT_EQ(doubles, (std::vector<double>{1, 1.5, 2, 2.5, 4, 4.5}));
+    two.truncate(1);
+    const double more[] = {9, 9.5};
+    two.append(H5T_NATIVE_DOUBLE, more);
+    doubles.assign(4, 0);
+    two.read_all(H5T_NATIVE_DOUBLE, doubles.data());
+    EXPECT_EQ(doubles, (std::vector<double>{1, 1.5, 9, 9.5}));
+  }
+  try {
+    Hdf5Column missing(Hdf5Column::OpenExisting{}, file, "missing", path);
+    FAIL() << "opened a missing dataset";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("dataset 'missing'"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
+  }
+  H5Fclose(file);
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
                                              {"p", std::int64_t{2}},
                                              {"m", std::int64_t{4}},
                                              {"grid", std::string("tp=1 pp=2 dp=1")},
-                                             {"deck", std::string("[model]\nlayers = 2\n")}});
+                                             {"deck", std::string("[model]\nlayers = 2\n")}},
+                                 /*stages=*/2);
     const double losses[] = {5.5, 4.25, 3.125};
     for (int step = 1; step <= 3; ++step) {
       trident::StepRecord record;
@@ -25,6 +26,9 @@ int main(int argc, char** argv) {
       record.loss = losses[step - 1];
       record.lr = 1e-3;
       record.tokens_per_s = 1000.0 * step;
+      // Stage 0 holds more activations than stage 1 (1F1B); stage 0's peak of step 3 needs 64 bits.
+      record.peak_activation_bytes_per_stage = {step == 3 ? (std::int64_t{1} << 33) : 4096 * step, 1024 * step};
+      record.peak_activation_bytes = record.peak_activation_bytes_per_stage[0];
       writer.append_step(record);
     }
     // Step 1 of a 2-stage pipeline, micro-batch 0 only: stage 0 computes and sends, stage 1 waits.

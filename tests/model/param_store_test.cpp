@@ -61,6 +61,38 @@ TEST(ParamStore, SlicesOfAGroupHoldEveryGlobalElementOnce) {
   }
 }
 
+// The boxes checkpoints read and write name the same elements as global_index: walking each box
+// maps every local element inside it to its global index, and the boxes hold all real elements.
+TEST(ParamStore, ShardBoxesAgreeWithGlobalIndex) {
+  for (int tp : {1, 2, 3, 4}) {
+    for (int rank = 0; rank < tp; ++rank) {
+      const ParamStore params = store(rank, tp);
+      for (const ParamTensor& slice : params.tensors()) {
+        std::int64_t covered = 0, real = 0;
+        for (std::int64_t i = 0; i < static_cast<std::int64_t>(slice.size); ++i) real += global_index(slice, i, rank, tp) >= 0;
+        for (const ShardBox& box : shard_boxes(slice, rank, tp)) {
+          const std::int64_t n = elements(box.count);
+          for (std::int64_t k = 0; k < n; ++k) {
+            // k-th element of the box, row-major, as local and global flat indices.
+            std::int64_t rest = k, local = 0, global = 0, local_stride = 1, global_stride = 1;
+            for (int d = static_cast<int>(box.count.size()) - 1; d >= 0; --d) {
+              const std::int64_t i = rest % box.count[d];
+              rest /= box.count[d];
+              local += (box.local_start[d] + i) * local_stride;
+              global += (box.global_start[d] + i) * global_stride;
+              local_stride *= slice.local_shape[d];
+              global_stride *= slice.global_shape[d];
+            }
+            ASSERT_EQ(global_index(slice, local, rank, tp), global) << slice.name << " tp " << tp << " rank " << rank;
+          }
+          covered += n;
+        }
+        EXPECT_EQ(covered, real) << slice.name << " tp " << tp << " rank " << rank;
+      }
+    }
+  }
+}
+
 TEST(ParamStore, LocalShapesAndFlags) {
   const ParamStore params = store(1, 4);
   auto local = [&](const char* name) { return params.find(name).local_shape; };

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ONE_RANK, TINY, read_steps
 
-UNIT_MS = 20  # one time unit: F = 1, B = 2, I = W = 1
+UNIT_MS = 50  # one time unit: F = 1, B = 2, I = W = 1 (long enough that per-action overheads stay well under 1%)
 EMULATED = ("model.layers=8", "train.steps=4", "schedule.micro_batch_size=1", "checkpoint.every=0",
             "emulate.enabled=true", f"emulate.forward_ms={UNIT_MS}", f"emulate.backward_ms={2 * UNIT_MS}",
             f"emulate.input_grad_ms={UNIT_MS}", f"emulate.weight_grad_ms={UNIT_MS}")

@@ -1,0 +1,159 @@
+"""Checkpoints (DESIGN.md "Checkpoint"): bitwise resume on the same grid, resharding onto other
+grids, detection of corrupt files with fallback to the previous checkpoint, and SIGUSR1 at a step
+boundary (checkpoint, exit 3, resume continues the same losses)."""
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import ONE_RANK, TINY, read_steps
+from equivalence import final_weights
+
+# Constant learning rate: a run that stops early has the same schedule as one that goes on.
+BASE = ("train.decay=constant", "train.warmup_steps=0", "train.lr=1e-3", "schedule.micro_batch_size=2",
+        "checkpoint.every=5")
+GRID_221 = ("parallel.tp=2", "parallel.pp=2", "parallel.dp=1", "schedule.microbatches=4")
+
+
+def optimizer_state(run_dir):
+    with open(run_dir / "checkpoints" / "latest") as f:
+        name = f.read().strip()
+    state = {}
+    with h5py.File(run_dir / "checkpoints" / name, "r") as f:
+        f["optimizer"].visititems(lambda key, obj: state.__setitem__(key, np.asarray(obj))
+                                  if isinstance(obj, h5py.Dataset) else None)
+    return state
+
+
+def test_resume_is_bitwise_on_the_same_grid(trident_run, tmp_path):
+    _, straight = trident_run(*BASE, *GRID_221, "train.steps=10", ranks=4)
+    resumed = tmp_path / "resumed"
+    trident_run(*BASE, *GRID_221, "train.steps=5", f"output.dir={resumed}", ranks=4)
+    proc, _ = trident_run(*BASE, *GRID_221, "train.steps=10", f"output.dir={resumed}", ranks=4)
+    assert "resume" in proc.stdout and "step_00000005.h5" in proc.stdout, proc.stdout
+    a, b = read_steps(straight), read_steps(resumed)
+    np.testing.assert_array_equal(b["step"], np.arange(1, 11))
+    np.testing.assert_array_equal(b["loss"], a["loss"])
+    for label, x, y in (("weights", final_weights(straight), final_weights(resumed)),
+                        ("optimizer", optimizer_state(straight), optimizer_state(resumed))):
+        assert x.keys() == y.keys()
+        for key in x:
+            np.testing.assert_array_equal(y[key], x[key], err_msg=f"{label}: {key}")
+
+
+@pytest.mark.parametrize("grid", [("parallel.tp=1", "parallel.pp=1", "parallel.dp=2", "schedule.microbatches=2"),
+                                  ("parallel.tp=2", "parallel.pp=1", "parallel.dp=2", "schedule.microbatches=2")])
+def test_checkpoint_resumes_on_another_grid(trident_run, tmp_path, grid):
+    _, writer = trident_run(*BASE, *GRID_221, "train.steps=5", ranks=4)
+    checkpoint = writer / "checkpoints" / "step_00000005.h5"
+    _, same = trident_run(*BASE, *GRID_221, "train.steps=8", f"checkpoint.resume={checkpoint}", ranks=4)
+    ranks = int(grid[0][-1]) * int(grid[1][-1]) * int(grid[2][-1])
+    proc, other = trident_run(*BASE, *grid, "train.steps=8", f"checkpoint.resume={checkpoint}", ranks=ranks)
+    assert "written on grid 2x2x1" in proc.stdout, proc.stdout
+    a, b = read_steps(same), read_steps(other)
+    np.testing.assert_array_equal(b["step"], [6, 7, 8])
+    np.testing.assert_allclose(b["loss"], a["loss"], rtol=1e-5)
+
+
+def corrupt_truncate(path):
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(size // 2)
+    return path.name
+
+
+def corrupt_flip(path):
+    dataset = "model/h/1/mlp/c_fc/weight"
+    with h5py.File(path, "r") as f:
+        offset = f[dataset].id.get_offset()
+    with open(path, "r+b") as f:
+        f.seek(offset + 100)
+        data = bytearray(f.read(16))
+        f.seek(offset + 100)
+        f.write(bytes(b ^ 0xFF for b in data))
+    return dataset
+
+
+def corrupt_delete(path):
+    dataset = "optimizer/v/ln_f/bias"
+    with h5py.File(path, "r+") as f:
+        del f[dataset]
+    return dataset
+
+
+@pytest.mark.parametrize("corrupt", [corrupt_truncate, corrupt_flip, corrupt_delete])
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous(trident_run, corrupt):
+    _, run_dir = trident_run(*BASE, *GRID_221, "train.steps=10", ranks=4)
+    newest = run_dir / "checkpoints" / "step_00000010.h5"
+    named = corrupt(newest)
+    proc, _ = trident_run(*BASE, *GRID_221, "train.steps=12", f"output.dir={run_dir}", ranks=4)
+    assert "warning" in proc.stdout and named in proc.stdout, proc.stdout
+    assert "step_00000005.h5 (step 5" in proc.stdout, proc.stdout
+    np.testing.assert_array_equal(read_steps(run_dir)["step"], np.arange(1, 13))
+
+
+def test_no_valid_checkpoint_refuses_to_start(trident_run):
+    _, run_dir = trident_run(*BASE, *GRID_221, "train.steps=10", ranks=4)
+    for step in (5, 10):
+        corrupt_flip(run_dir / "checkpoints" / f"step_{step:08d}.h5")
+    proc, _ = trident_run(*BASE, *GRID_221, "train.steps=12", f"output.dir={run_dir}", ranks=4, expect=2)
+    assert proc.stderr.count("trident: error:") == 1, proc.stderr
+    assert "no valid checkpoint" in proc.stderr and "checkpoint.resume=none" in proc.stderr, proc.stderr
+
+
+def test_explicit_resume_path_that_does_not_load_exits_2(trident_run, tmp_path):
+    missing = tmp_path / "nowhere" / "step_00000005.h5"
+    proc, _ = trident_run(*BASE, f"checkpoint.resume={missing}", expect=2)
+    assert proc.stderr.count("trident: error:") == 1 and str(missing) in proc.stderr, proc.stderr
+
+
+def world_rank_of(pid):
+    for entry in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
+        if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
+            return int(entry.split(b"=", 1)[1])
+    return None
+
+
+def test_sigusr1_checkpoints_exits_3_and_resume_continues(trident_run, tmp_path):
+    common = (*BASE, "parallel.pp=2", "schedule.microbatches=4", "train.steps=300", "output.log_every=1",
+              "checkpoint.every=0")
+    _, straight = trident_run(*common, ranks=2)
+    run_dir = tmp_path / "signalled"
+    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "2", os.environ["TRIDENT_EXE"], "run", str(TINY),
+           "--set", f"output.dir={run_dir}"]
+    for o in ONE_RANK + common:
+        cmd += ["--set", o]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not any(line.startswith("step") for line in lines):
+            time.sleep(0.05)
+        pids = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "trident run"], capture_output=True,
+                              text=True).stdout.split()
+        rank1 = next(int(pid) for pid in pids if world_rank_of(pid) == 1)
+        os.kill(rank1, signal.SIGUSR1)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(timeout=5)
+    out = "".join(lines)
+    assert proc.returncode == 3, out + proc.stderr.read()
+    assert "stopped by signal" in out, out
+    stopped_at = int(read_steps(run_dir)["step"][-1])
+    assert 1 <= stopped_at < 300
+    assert (run_dir / "checkpoints" / f"step_{stopped_at:08d}.h5").exists()
+    proc2, _ = trident_run(*common, f"output.dir={run_dir}", ranks=2)
+    assert f"(step {stopped_at}" in proc2.stdout, proc2.stdout
+    a, b = read_steps(straight), read_steps(run_dir)
+    np.testing.assert_array_equal(b["step"], a["step"])
+    np.testing.assert_array_equal(b["loss"], a["loss"])

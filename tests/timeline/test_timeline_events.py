@@ -1,0 +1,194 @@
+"""The timeline of real pipeline runs (DESIGN.md "Timeline (HDF5, contract)"), read with h5py as the
+post-processing tools read it: every rank's events arrive, a rank's events never overlap, each rank
+runs exactly its schedule's actions, and the /steps values derived from the events agree with them.
+
+Runs: the tiny deck on 2 stages (2 ranks) and on 4 stages of one layer each (4 ranks), with 1F1B and
+ZB-H1, 3 steps; each run is made once and checked by every test below.
+"""
+import h5py
+import numpy as np
+import pytest
+
+from conftest import read_steps
+
+STEPS = 3
+COMPUTE = ("F", "B", "I", "W")
+EVENT_COLUMNS = {"rank": np.int32, "tp": np.int32, "pp": np.int32, "dp": np.int32, "step": np.int32,
+                 "microbatch": np.int32, "chunk": np.int32, "t_start": np.float64, "t_end": np.float64,
+                 "bytes": np.int64}
+
+# (pipeline stages = ranks, extra overrides)
+GRIDS = [(2, ()), (4, ("model.layers=4",))]
+SCHEDULES = ("1f1b", "zb-h1")
+CONFIGS = [pytest.param(kind, pp, extra, id=f"{kind}-pp{pp}") for pp, extra in GRIDS for kind in SCHEDULES]
+
+_runs = {}
+
+
+def run_dir(trident_run, kind, pp, extra):
+    """The run of this configuration, made on first use and shared by the tests (a failed run
+    fails every test of its configuration without running again)."""
+    key = (kind, pp, extra)
+    if key not in _runs:
+        try:
+            _, out = trident_run(f"parallel.pp={pp}", f"schedule.kind={kind}", f"train.steps={STEPS}",
+                                 "checkpoint.every=0", *extra, ranks=pp)
+            _runs[key] = out
+        except AssertionError as failure:
+            _runs[key] = failure
+    if isinstance(_runs[key], AssertionError):
+        pytest.fail(f"the {kind} run on {pp} stages failed (see the first test of this configuration):\n"
+                    f"{str(_runs[key])[-2000:]}")
+    return _runs[key]
+
+
+def read_timeline(out):
+    """Every /events column as a numpy array (kind decoded to str), and the root attributes."""
+    with h5py.File(out / "timeline.h5", "r") as f:
+        events = f["events"]
+        columns = {}
+        for name, dtype in EVENT_COLUMNS.items():
+            assert events[name].dtype == dtype, name
+            columns[name] = events[name][:]
+        assert events["kind"].dtype == np.dtype("S16")
+        columns["kind"] = events["kind"].asstr()[:].astype(str)
+        attrs = dict(f.attrs)
+    lengths = {name: len(values) for name, values in columns.items()}
+    assert len(set(lengths.values())) == 1, lengths
+    return columns, attrs
+
+
+def expected_actions(kind, m):
+    """The (kind, micro-batch) pairs one pipeline rank runs in one step, from the schedule's rule
+    (independent of trident's generators): 1F1B and GPipe run F and B of every micro-batch, ZB-H1
+    splits B into I (input gradient) and W (weight gradient)."""
+    kinds = {"1f1b": ("F", "B"), "gpipe": ("F", "B"), "zb-h1": ("F", "I", "W")}[kind]
+    return sorted((k, mb) for k in kinds for mb in range(m))
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_every_rank_reports_every_step(trident_run, kind, pp, extra):
+    events, attrs = read_timeline(run_dir(trident_run, kind, pp, extra))
+    world = pp
+    assert set(events["rank"].tolist()) == set(range(world))
+    for step in range(1, STEPS + 1):
+        assert set(events["rank"][events["step"] == step].tolist()) == set(range(world)), step
+    assert set(events["step"].tolist()) == set(range(1, STEPS + 1))
+    # One grid coordinate per rank; the pipeline coordinates cover the stages.
+    stage_of = {}
+    for r in range(world):
+        mine = events["rank"] == r
+        for coord in ("tp", "pp", "dp"):
+            assert len(np.unique(events[coord][mine])) == 1, (r, coord)
+        assert events["tp"][mine][0] == 0 and events["dp"][mine][0] == 0, r
+        stage_of[r] = int(events["pp"][mine][0])
+    assert sorted(stage_of.values()) == list(range(pp))
+    assert int(attrs["pp"]) == pp and attrs["schedule"] == kind
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_events_of_a_rank_do_not_overlap(trident_run, kind, pp, extra):
+    events, _ = read_timeline(run_dir(trident_run, kind, pp, extra))
+    assert np.all(events["t_start"] < events["t_end"]), "every event has a positive duration"
+    for r in range(pp):
+        mine = events["rank"] == r
+        order = np.argsort(events["t_start"][mine], kind="stable")
+        t_start, t_end = events["t_start"][mine][order], events["t_end"][mine][order]
+        kinds, steps = events["kind"][mine][order], events["step"][mine][order]
+        overlap = np.flatnonzero(t_start[1:] < t_end[:-1] - 1e-9)
+        assert overlap.size == 0, (
+            f"rank {r}: {kinds[overlap[0]]} of step {steps[overlap[0]]} ends at {t_end[overlap[0]]!r}, after "
+            f"{kinds[overlap[0] + 1]} of step {steps[overlap[0] + 1]} starts at {t_start[overlap[0] + 1]!r}")
+        assert np.all(np.diff(steps) >= 0), f"rank {r}: the steps follow each other in time"
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_each_rank_runs_its_schedule_actions(trident_run, kind, pp, extra):
+    events, attrs = read_timeline(run_dir(trident_run, kind, pp, extra))
+    m = int(attrs["m"])
+    per_step = expected_actions(kind, m)
+    assert len(per_step) == {"1f1b": 2, "zb-h1": 3}[kind] * m
+    compute = np.isin(events["kind"], COMPUTE)
+    for r in range(pp):
+        mine = compute & (events["rank"] == r)
+        assert mine.sum() == len(per_step) * STEPS, f"rank {r}: {mine.sum()} compute events"
+        for step in range(1, STEPS + 1):
+            sel = mine & (events["step"] == step)
+            got = sorted(zip(events["kind"][sel].tolist(), events["microbatch"][sel].tolist()))
+            assert got == per_step, (r, step)
+            assert np.all(events["chunk"][sel] == 0), (r, step)
+        counts = {k: int((events["kind"][mine] == k).sum()) for k in COMPUTE}
+        assert sum(counts.values()) == len(per_step) * STEPS, counts
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_steps_and_measured_bubble(trident_run, kind, pp, extra):
+    out = run_dir(trident_run, kind, pp, extra)
+    steps = read_steps(out)
+    events, _ = read_timeline(out)
+    np.testing.assert_array_equal(steps["step"], np.arange(1, STEPS + 1))
+    compute = np.isin(events["kind"], COMPUTE)
+    for i, step in enumerate(range(1, STEPS + 1)):
+        sel = compute & (events["step"] == step)
+        t_start, t_end = events["t_start"][sel], events["t_end"][sel]
+        busy = float(np.sum(t_end - t_start))
+        span = float(t_end.max() - t_start.min())
+        bubble = 1.0 - busy / (pp * span)
+        assert 0.0 < bubble < 1.0, (step, bubble)
+        assert abs(steps["bubble"][i] - bubble) <= 1e-9, (step, steps["bubble"][i], bubble)
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_peak_activation_per_stage_needs_trainer_wiring(trident_run, kind, pp, extra):
+    """NEEDS TRAINER WIRING (src/train/trainer.cpp): passes once the trainer gives the writer
+    stages = pp and fills StepRecord::peak_activation_bytes_per_stage (each stage's largest peak
+    over its ranks) and peak_activation_bytes (the largest over all ranks)."""
+    with h5py.File(run_dir(trident_run, kind, pp, extra) / "timeline.h5", "r") as f:
+        per_stage = f["steps"]["peak_activation_bytes_per_stage"]
+        assert per_stage.shape == (STEPS, pp)
+        assert per_stage.dtype == np.int64
+        peaks = per_stage[:]
+        overall = f["steps"]["peak_activation_bytes"][:]
+    assert np.all(peaks > 0), peaks
+    np.testing.assert_array_equal(peaks.max(axis=1), overall)
+
+
+def test_resume_replaces_the_rows_after_the_checkpoint(trident_run, tmp_path):
+    """NEEDS TRAINER WIRING (src/train/trainer.cpp): passes once a resumed run opens its timeline
+    with TimelineWriter's resume constructor (Resume{start_step}) and prints its note().
+
+    A 1F1B run on 2 stages checkpoints at step 2 and ends at step 3; a run resumed from the step-2
+    checkpoint in the same directory goes to step 4. The timeline keeps the first run's rows of
+    steps 1 and 2, none of its step 3, and the resumed run's steps 3 and 4."""
+    out = tmp_path / "resumed"
+    common = ("parallel.pp=2", "schedule.kind=1f1b", "checkpoint.every=2", f"output.dir={out}")
+    trident_run(*common, "train.steps=3", ranks=2)
+    first_steps = read_steps(out)
+    first_events, _ = read_timeline(out)
+    checkpoint = out / "checkpoints" / "step_00000002.h5"
+    assert checkpoint.exists()
+    proc, _ = trident_run(*common, "train.steps=4", f"checkpoint.resume={checkpoint}", ranks=2)
+    assert "timeline: continuing" in proc.stdout and "after step 2" in proc.stdout, proc.stdout
+
+    steps = read_steps(out)
+    events, attrs = read_timeline(out)
+    np.testing.assert_array_equal(steps["step"], [1, 2, 3, 4])
+    assert len({len(column) for column in steps.values()}) == 1, {k: len(v) for k, v in steps.items()}
+    # Steps 1 and 2: the first run's rows, bit for bit; step 3: the resumed run's (another timing).
+    for name in ("loss", "lr", "step_time_s", "bubble"):
+        np.testing.assert_array_equal(steps[name][:2], first_steps[name][:2], err_msg=name)
+    assert steps["step_time_s"][2] != first_steps["step_time_s"][2]
+    assert "train.steps=4" in attrs["deck"], "the root attributes are the resumed run's"
+
+    first_kept = first_events["step"] <= 2
+    kept = events["step"] <= 2
+    for name in ("rank", "step", "kind", "microbatch", "t_start", "t_end"):
+        np.testing.assert_array_equal(events[name][kept], first_events[name][first_kept], err_msg=name)
+    m = int(attrs["m"])
+    compute = np.isin(events["kind"], COMPUTE)
+    for step in (3, 4):
+        for r in range(2):
+            assert (compute & (events["step"] == step) & (events["rank"] == r)).sum() == 2 * m, (step, r)
+    old_step_3 = np.sort(first_events["t_start"][first_events["step"] == 3])
+    new_step_3 = np.sort(events["t_start"][events["step"] == 3])
+    assert not np.array_equal(old_step_3, new_step_3), "the first run's step-3 events are gone"

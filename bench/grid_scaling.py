@@ -12,7 +12,6 @@ implementation, not BLAS threading. Also printed: the share of the DP step spent
 """
 import argparse
 import os
-import shlex
 import statistics
 import sys
 import tempfile

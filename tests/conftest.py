@@ -40,3 +40,18 @@ def trident_run(tmp_path):
 def read_steps(run_dir):
     with h5py.File(run_dir / "timeline.h5", "r") as f:
         return {name: np.asarray(f["steps"][name]) for name in f["steps"]}
+
+
+def rank_process(session_pid, world_rank):
+    """The pid of MPI world rank `world_rank` among the trident processes of an mpirun started with
+    start_new_session=True (session id = mpirun's pid), or None while it has not started."""
+    pids = subprocess.run(["pgrep", "-s", str(session_pid), "-f", "trident run"], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"OMPI_COMM_WORLD_RANK={world_rank}".encode() in environ:
+            return int(pid)
+    return None

@@ -3,14 +3,19 @@ import h5py
 import numpy as np
 
 
-def final_weights(run_dir):
+def latest_checkpoint_group(run_dir, group):
+    """Every dataset under `group` ("model", "optimizer") of the run's latest checkpoint, by path."""
     with open(run_dir / "checkpoints" / "latest") as f:
         name = f.read().strip()
-    weights = {}
+    tensors = {}
     with h5py.File(run_dir / "checkpoints" / name, "r") as f:
-        f["model"].visititems(lambda key, obj: weights.__setitem__(key, np.asarray(obj))
-                              if isinstance(obj, h5py.Dataset) else None)
-    return weights
+        f[group].visititems(lambda key, obj: tensors.__setitem__(key, np.asarray(obj))
+                            if isinstance(obj, h5py.Dataset) else None)
+    return tensors
+
+
+def final_weights(run_dir):
+    return latest_checkpoint_group(run_dir, "model")
 
 
 def key_bias_block(key, ref):

@@ -29,19 +29,21 @@ void ShardedAdamW::update(ParamStore& params, int step, double lr, float grad_sc
   sync_.all_gather_params();
 }
 
-void ShardedAdamW::export_moments(FloatBuffer& m_out, FloatBuffer& v_out) {
-  for (auto [pieces, full] : {std::pair{&m, &m_out}, std::pair{&v, &v_out}}) {
-    Kokkos::deep_copy(*full, 0.0f);
+Optimizer::Moments ShardedAdamW::full_moments() {
+  const std::size_t n = sync_.params().total_size();
+  Moments full{FloatBuffer("zero1_full_m", n), FloatBuffer("zero1_full_v", n)};
+  for (auto [pieces, whole] : {std::pair{&m, &full.m}, std::pair{&v, &full.v}}) {
     for (const HeldRange& range : sync_.held_ranges())
-      copy_floats(full->data() + range.offset, pieces->data() + range.local, range.count);
-    sync_.all_gather_in_place(*full);
+      copy_floats(whole->data() + range.offset, pieces->data() + range.local, range.count);
+    sync_.all_gather_in_place(*whole);
   }
+  return full;
 }
 
-void ShardedAdamW::import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) {
-  for (auto [full, pieces] : {std::pair{&m_in, &m}, std::pair{&v_in, &v}})
+void ShardedAdamW::import_moments(const Moments& moments) {
+  for (auto [whole, pieces] : {std::pair{&moments.m, &m}, std::pair{&moments.v, &v}})
     for (const HeldRange& range : sync_.held_ranges())
-      copy_floats(pieces->data() + range.local, full->data() + range.offset, range.count);
+      copy_floats(pieces->data() + range.local, whole->data() + range.offset, range.count);
 }
 
 }  // namespace trident

@@ -21,9 +21,9 @@ class ShardedAdamW final : public Optimizer {
   FloatBuffer m;
   FloatBuffer v;
 
-  // Collective over the dp group: scatters this rank's pieces into the full layout and all-gathers.
-  void export_moments(FloatBuffer& m_out, FloatBuffer& v_out) override;
-  void import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) override;
+  // Collective over the dp group: this rank's pieces placed in the full layout, then all-gathered.
+  Moments full_moments() override;
+  void import_moments(const Moments& moments) override;
 
  private:
   // Updates this rank's pieces of params.values (params must be sync's store), then all-gathers.

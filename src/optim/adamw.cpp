@@ -46,14 +46,9 @@ void AdamW::update(ParamStore& params, int step, double lr, float grad_scale) {
                 tensor.weight_decay);
 }
 
-void AdamW::export_moments(FloatBuffer& m_out, FloatBuffer& v_out) {
-  Kokkos::deep_copy(m_out, m);
-  Kokkos::deep_copy(v_out, v);
-}
-
-void AdamW::import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) {
-  Kokkos::deep_copy(m, m_in);
-  Kokkos::deep_copy(v, v_in);
+void AdamW::import_moments(const Moments& moments) {
+  Kokkos::deep_copy(m, moments.m);  // nothing to copy when given full_moments() itself
+  Kokkos::deep_copy(v, moments.v);
 }
 
 }  // namespace trident

@@ -35,8 +35,8 @@ class AdamW final : public Optimizer {
   FloatBuffer m;  // first moments
   FloatBuffer v;  // second moments
 
-  void export_moments(FloatBuffer& m_out, FloatBuffer& v_out) override;
-  void import_moments(const FloatBuffer& m_in, const FloatBuffer& v_in) override;
+  Moments full_moments() override { return {m, v}; }
+  void import_moments(const Moments& moments) override;
 
  private:
   // Every tensor from params.grads.

@@ -17,12 +17,15 @@ class Optimizer {
     update(params, step, lr, grad_scale);
   }
 
-  // The AdamW moments in the layout of params.values, for checkpoints; m and v must hold
-  // params.total_size() elements. Collective over the data-parallel group when the state is
-  // sharded (ZeRO-1): every rank gets all of them.
-  virtual void export_moments(FloatBuffer& m, FloatBuffer& v) = 0;
+  // The AdamW moments in the layout of params.values, for checkpoints: the optimizer's own
+  // buffers (changing them changes the optimizer), or under ZeRO-1 gathered copies (collective
+  // over the data-parallel group: every rank gets all of them).
+  struct Moments {
+    FloatBuffer m, v;
+  };
+  virtual Moments full_moments() = 0;
   // Sets the moments from buffers in that layout (a sharded optimizer keeps the pieces it owns).
-  virtual void import_moments(const FloatBuffer& m, const FloatBuffer& v) = 0;
+  virtual void import_moments(const Moments& moments) = 0;
 
  private:
   virtual void update(ParamStore& params, int step, double lr, float grad_scale) = 0;

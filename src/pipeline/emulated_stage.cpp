@@ -1,5 +1,6 @@
 #include "pipeline/emulated_stage.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -7,13 +8,20 @@ namespace trident {
 
 namespace {
 
-// Sleeping, not spinning: emulated ranks oversubscribe the cores, and a sleeping rank leaves its
-// core to the others, so every rank's action takes its nominal time.
-void take_ms(double milliseconds) {
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(milliseconds));
-}
-
 }  // namespace
+
+// Sleeping, not spinning: emulated ranks oversubscribe the cores, and a sleeping rank leaves its
+// core to the others, so every rank's action takes its nominal time. The sleep is cut into slices
+// between which the messages in flight advance, as a rank computing on a GPU would let them.
+void EmulatedStage::take_ms(double milliseconds) const {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double, std::milli>(milliseconds));
+  for (Clock::time_point now = Clock::now(); now < end; now = Clock::now()) {
+    std::this_thread::sleep_until(std::min(end, now + std::chrono::milliseconds(5)));
+    if (progress) progress();
+  }
+}
 
 EmulatedStage::EmulatedStage(const EmulateConfig& times) : times_(times) {}
 

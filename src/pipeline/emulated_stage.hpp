@@ -18,6 +18,8 @@ class EmulatedStage : public StageCompute {
   void weight_grad(int chunk, int microbatch, bool last_for_chunk) override;
 
  private:
+  void take_ms(double milliseconds) const;
+
   EmulateConfig times_;
 };
 

@@ -161,6 +161,14 @@ PipelineStepResult PipelineExecutor::run_step(StageCompute& compute) {
     }
   };
 
+  compute.progress = [&] {
+    for (auto& [tag, receive] : receives) receive.request->test();
+    for (Transfer& send : sends) send.request->test();
+  };
+  struct ClearProgress {  // the callback refers to this step's locals
+    StageCompute& compute;
+    ~ClearProgress() { compute.progress = nullptr; }
+  } clear_progress{compute};
   int in_flight = 0;
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const Action& action = actions[i];

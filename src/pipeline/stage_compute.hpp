@@ -3,6 +3,8 @@
 // executor, its messages and its timeline are the same in both.
 #pragma once
 
+#include <functional>
+
 #include "model/gpt.hpp"
 
 namespace trident {
@@ -22,6 +24,12 @@ class StageCompute {
                         WeightGrads weight_grads, bool last_for_chunk) = 0;
   // W: the weight gradients I deferred.
   virtual void weight_grad(int chunk, int microbatch, bool last_for_chunk) = 0;
+
+  // Set by the executor while it runs a step: advances the pipeline messages in flight. MPI moves
+  // a large message only while both ranks call into it, so work that can pause (the emulation's
+  // sleeps) calls this now and then; the model's kernels cannot, and its messages advance at
+  // action boundaries and in its TP collectives.
+  std::function<void()> progress;
 };
 
 }  // namespace trident

@@ -284,8 +284,13 @@ int Trainer::run() {
     s.optimizer->step(s.model.params(), step, lr, static_cast<float>(clip_factor(grad_norm, deck.train.grad_clip)));
     Kokkos::fence();
     s.events.record({EventKind::optimizer, -1, -1, optimizer_start, s.now(), 0});
+    // The gather synchronises the ranks; waiting for the slowest one is the step's imbalance, not
+    // the recording's cost, so it happens before the clock starts.
+    MPI_Barrier(s.world);
+    const double gather_start = s.now();
     const std::vector<EventRow> rows =
         gather_events(s.world, s.events, s.grid.coords.tp, s.grid.coords.pp, s.grid.coords.dp, step);
+    const double gather_seconds = s.now() - gather_start;
     std::vector<std::int64_t> stage_peaks(static_cast<std::size_t>(deck.parallel.pp), 0);
     stage_peaks[static_cast<std::size_t>(s.grid.coords.pp)] = static_cast<std::int64_t>(s.model.peak_activation_bytes());
     MPI_Reduce(s.is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp, MPI_INT64_T,
@@ -309,7 +314,9 @@ int Trainer::run() {
       record.dp_exposed_s = s.sync.last_exposed_seconds();
       record.peak_activation_bytes = *std::max_element(stage_peaks.begin(), stage_peaks.end());
       record.peak_activation_bytes_per_stage = stage_peaks;
+      const double append_start = s.now();
       s.timeline->append_events(rows);
+      record.timeline_s = gather_seconds + (s.now() - append_start);
       s.timeline->append_step(record);
       progress.step(record);
     }

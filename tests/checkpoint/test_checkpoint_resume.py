@@ -2,7 +2,6 @@
 grids, detection of corrupt files with fallback to the previous checkpoint, and SIGUSR1 at a step
 boundary (checkpoint, exit 3, resume continues the same losses)."""
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -12,23 +11,13 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, read_steps
-from equivalence import final_weights
+from conftest import ONE_RANK, TINY, rank_process, read_steps
+from equivalence import final_weights, latest_checkpoint_group
 
 # Constant learning rate: a run that stops early has the same schedule as one that goes on.
 BASE = ("train.decay=constant", "train.warmup_steps=0", "train.lr=1e-3", "schedule.micro_batch_size=2",
         "checkpoint.every=5")
 GRID_221 = ("parallel.tp=2", "parallel.pp=2", "parallel.dp=1", "schedule.microbatches=4")
-
-
-def optimizer_state(run_dir):
-    with open(run_dir / "checkpoints" / "latest") as f:
-        name = f.read().strip()
-    state = {}
-    with h5py.File(run_dir / "checkpoints" / name, "r") as f:
-        f["optimizer"].visititems(lambda key, obj: state.__setitem__(key, np.asarray(obj))
-                                  if isinstance(obj, h5py.Dataset) else None)
-    return state
 
 
 def test_resume_is_bitwise_on_the_same_grid(trident_run, tmp_path):
@@ -41,7 +30,8 @@ def test_resume_is_bitwise_on_the_same_grid(trident_run, tmp_path):
     np.testing.assert_array_equal(b["step"], np.arange(1, 11))
     np.testing.assert_array_equal(b["loss"], a["loss"])
     for label, x, y in (("weights", final_weights(straight), final_weights(resumed)),
-                        ("optimizer", optimizer_state(straight), optimizer_state(resumed))):
+                        ("optimizer", latest_checkpoint_group(straight, "optimizer"),
+                         latest_checkpoint_group(resumed, "optimizer"))):
         assert x.keys() == y.keys()
         for key in x:
             np.testing.assert_array_equal(y[key], x[key], err_msg=f"{label}: {key}")
@@ -113,13 +103,6 @@ def test_explicit_resume_path_that_does_not_load_exits_2(trident_run, tmp_path):
     assert proc.stderr.count("trident: error:") == 1 and str(missing) in proc.stderr, proc.stderr
 
 
-def world_rank_of(pid):
-    for entry in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
-        if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
-            return int(entry.split(b"=", 1)[1])
-    return None
-
-
 def test_sigusr1_checkpoints_exits_3_and_resume_continues(trident_run, tmp_path):
     common = (*BASE, "parallel.pp=2", "schedule.microbatches=4", "train.steps=300", "output.log_every=1",
               "checkpoint.every=0")
@@ -137,9 +120,8 @@ def test_sigusr1_checkpoints_exits_3_and_resume_continues(trident_run, tmp_path)
         deadline = time.time() + 120
         while time.time() < deadline and not any(line.startswith("step") for line in lines):
             time.sleep(0.05)
-        pids = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "trident run"], capture_output=True,
-                              text=True).stdout.split()
-        rank1 = next(int(pid) for pid in pids if world_rank_of(pid) == 1)
+        rank1 = rank_process(proc.pid, 1)
+        assert rank1 is not None, "rank 1 never started training:\n" + "".join(lines)
         os.kill(rank1, signal.SIGUSR1)
         proc.wait(timeout=120)
     finally:

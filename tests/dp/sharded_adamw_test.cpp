@@ -75,12 +75,11 @@ TEST(ShardedAdamW, EqualsAdamWOnTheSummedGradient) {
 
     // Checkpoints: the exported moments are plain AdamW's whole ones on every rank, and importing
     // them into a fresh sharded optimizer restores exactly its pieces.
-    FloatBuffer m_full("m_full", n), v_full("v_full", n);
-    zero.export_moments(m_full, v_full);
-    EXPECT_EQ(to_host(m_full), to_host(adamw.m)) << "buckets of " << elements;
-    EXPECT_EQ(to_host(v_full), to_host(adamw.v)) << "buckets of " << elements;
+    const Optimizer::Moments full = zero.full_moments();
+    EXPECT_EQ(to_host(full.m), to_host(adamw.m)) << "buckets of " << elements;
+    EXPECT_EQ(to_host(full.v), to_host(adamw.v)) << "buckets of " << elements;
     ShardedAdamW restored(sync, train);
-    restored.import_moments(m_full, v_full);
+    restored.import_moments(full);
     EXPECT_EQ(to_host(restored.m), to_host(zero.m)) << "buckets of " << elements;
     EXPECT_EQ(to_host(restored.v), to_host(zero.v)) << "buckets of " << elements;
   }

@@ -6,13 +6,12 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, read_steps
+from conftest import ONE_RANK, TINY, rank_process, read_steps
 
 UNIT_MS = 50  # one time unit: F = 1, B = 2, I = W = 1 (long enough that per-action overheads stay well under 1%)
 EMULATED = ("model.layers=8", "train.steps=4", "schedule.micro_batch_size=1", "checkpoint.every=0",
@@ -42,14 +41,6 @@ def test_zero_bubble_halves_the_1f1b_bubble(trident_run):
     assert zb <= 0.5 * one_f_one_b, f"zb-h1 {zb:.4f} vs 1f1b {one_f_one_b:.4f}"
 
 
-def world_rank_of(pid):
-    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    for entry in environ:
-        if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
-            return int(entry.split(b"=", 1)[1])
-    return None
-
-
 def test_watchdog_aborts_a_stuck_pipeline(tmp_path):
     """Stopping the last stage (SIGSTOP) mid-run leaves stage 0 waiting for a gradient: within
     schedule.timeout_s it names the action, the peer and the tag, and aborts the whole job. (The
@@ -72,9 +63,7 @@ def test_watchdog_aborts_a_stuck_pipeline(tmp_path):
         deadline = time.time() + 120
         while time.time() < deadline and not any(line.startswith("step") for line in stdout_lines):
             time.sleep(0.2)
-        pids = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "trident run"], capture_output=True,
-                              text=True).stdout.split()
-        stopped = next((int(pid) for pid in pids if world_rank_of(pid) == 1), None)
+        stopped = rank_process(proc.pid, 1)
         assert stopped is not None, "rank 1 never started training:\n" + "".join(stdout_lines + stderr_lines)
         # A stop that lands while rank 0 is in the step's closing collectives (a few % of the
         # step) goes unwatched: continue and stop again.

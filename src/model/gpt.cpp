@@ -79,9 +79,8 @@ namespace {
 // tensors of layers (or the embedding / ln_f) held elsewhere stay null.
 ModelTensors tensors_in(const FloatBuffer& buffer, const ParamStore& params, int layers) {
   auto at = [&](const std::string& name) -> float* {
-    for (const ParamTensor& t : params.tensors())
-      if (t.name == name) return t.in(buffer);
-    return nullptr;
+    const ParamTensor* tensor = params.try_find(name);
+    return tensor ? tensor->in(buffer) : nullptr;
   };
   ModelTensors t;
   t.wte = at("wte.weight");

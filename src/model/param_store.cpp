@@ -98,9 +98,14 @@ void ParamStore::allocate() {
   grads = FloatBuffer("grads", total_);
 }
 
-const ParamTensor& ParamStore::find(const std::string& name) const {
+const ParamTensor* ParamStore::try_find(const std::string& name) const {
   for (const auto& tensor : tensors_)
-    if (tensor.name == name) return tensor;
+    if (tensor.name == name) return &tensor;
+  return nullptr;
+}
+
+const ParamTensor& ParamStore::find(const std::string& name) const {
+  if (const ParamTensor* tensor = try_find(name)) return *tensor;
   throw std::out_of_range("no parameter named " + name);
 }
 

@@ -61,6 +61,7 @@ class ParamStore {
 
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   const ParamTensor& find(const std::string& name) const;  // throws std::out_of_range
+  const ParamTensor* try_find(const std::string& name) const;  // null when this store does not hold it
   std::size_t total_size() const { return total_; }
   int tp_rank() const { return tp_rank_; }
   int tp_size() const { return tp_size_; }

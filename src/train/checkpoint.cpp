@@ -31,12 +31,6 @@ ParamStore whole_model_layout(const ModelConfig& cfg) {
   return layout;
 }
 
-const ParamTensor* held(const ParamStore& params, const std::string& name) {
-  for (const ParamTensor& tensor : params.tensors())
-    if (tensor.name == name) return &tensor;
-  return nullptr;
-}
-
 // Exactly one copy of every element is written and checksummed: the dp = 0 replica's, of a tensor
 // every TP rank holds whole tp rank 0's, and of the tied wte the first stage's.
 bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
@@ -66,7 +60,7 @@ std::vector<TensorSlice> slices(const Deck& deck, const ProcessGrid& grid, const
       TensorSlice slice;
       slice.path = std::string(kGroups[g]) + "/" + dataset_name(whole.name);
       slice.global_shape = whole.global_shape;
-      const ParamTensor* local = held(params, whole.name);
+      const ParamTensor* local = params.try_find(whole.name);
       const bool mine = local && writes(grid, *local);
       if (local && (reading || mine)) {
         slice.local_shape = local->local_shape;

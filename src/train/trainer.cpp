@@ -172,8 +172,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
   State& s = *state_;
   const ParallelConfig& grid = deck.parallel;
 
-  for (const ParamTensor& tensor : s.model.params().tensors())
-    if (tensor.name == "wte.weight") s.wte = &tensor;
+  s.wte = s.model.params().try_find("wte.weight");
   s.predicted_bubble = simulate(s.schedule, deck_action_costs(deck, s.schedule.chunks)).bubble;
 
   const BlasInfo blas = blas_info();

@@ -13,23 +13,15 @@
 
 #include "model/param_store.hpp"
 #include "param_fixture.hpp"
+#include "mpi_world.hpp"
 
 namespace trident::dp_test {
 
 using optim_test::from_host;
 using optim_test::to_host;
 
-inline int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-inline int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing_mpi::world_rank;
+using testing_mpi::world_size;
 
 // count device floats from `data` (e.g. a GradientSync's reduced gradients) on the host.
 inline std::vector<float> host_copy(const float* data, std::size_t count) {

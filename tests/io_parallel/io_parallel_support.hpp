@@ -17,20 +17,12 @@
 #include <vector>
 
 #include "io/parallel_checkpoint.hpp"
+#include "mpi_world.hpp"
 
 namespace trident::io_parallel_test {
 
-inline int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-inline int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing_mpi::world_rank;
+using testing_mpi::world_size;
 
 // Rank 0's string on every rank.
 inline std::string broadcast(std::string text) {

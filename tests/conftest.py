@@ -20,19 +20,25 @@ def _exe():
     return exe
 
 
+def run_trident(out, *overrides, ranks=1, deck=TINY, expect=0):
+    """Runs `mpirun -n RANKS trident run DECK --set output.dir=OUT --set ...` (after the one-rank
+    overrides) and returns the completed process once it exited with `expect`."""
+    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", str(ranks), _exe(), "run", str(deck),
+           "--set", f"output.dir={out}"]
+    for o in ONE_RANK + overrides:
+        cmd += ["--set", o]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == expect, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
 @pytest.fixture
 def trident_run(tmp_path):
-    """Runs `mpirun -n RANKS trident run DECK --set ...` and returns (completed process, run dir)."""
+    """run_trident into a fresh directory under tmp_path; returns (completed process, run dir)."""
 
     def run(*overrides, ranks=1, deck=TINY, expect=0):
         out = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
-        cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", str(ranks), _exe(), "run", str(deck),
-               "--set", f"output.dir={out}"]
-        for o in ONE_RANK + overrides:
-            cmd += ["--set", o]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == expect, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-        return proc, out
+        return run_trident(out, *overrides, ranks=ranks, deck=deck, expect=expect), out
 
     return run
 

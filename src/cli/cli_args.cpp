@@ -14,7 +14,8 @@ Usage:
   trident plan  DECK [--ranks N] [--show-schedule] [--set section.key=value ...]
                 grid, stage partition, parameters, FLOPs, memory, and a table of the pipeline
                 schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, auto) with simulated bubbles
-  trident check DECK [--set section.key=value ...]   validate the deck and its schedule, and exit
+  trident check DECK [--set section.key=value ...]   validate the deck and its schedule; print the
+                ranks it needs and its run directory (lines "ranks: N ..." and "output: DIR")
   trident --help | --version
 
 Options:
@@ -26,7 +27,8 @@ Options:
                            (F forward, B backward, I input grad, W weight grad, . idle)
   -h, --help               this text
 
-Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments.
+Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments, 3 checkpointed and stopped
+on SIGUSR1/SIGTERM (run again to resume from the checkpoint).
 Decks: input_decks/*.toml; keys and contracts: DESIGN.md and README.md.
 )";
 }

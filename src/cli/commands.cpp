@@ -91,7 +91,8 @@ int check_command(const CliArgs& args) {
     std::cout << deck.path << ": ok (" << deck.model.layers << " layers, d_model " << deck.model.d_model
               << ", schedule " << schedule_summary(deck, schedule) << ")\n"
               << "ranks: " << grid.world_size() << " (tp " << grid.tp << " x pp " << grid.pp << " x dp "
-              << grid.dp << ")\n";
+              << grid.dp << ")\n"
+              << "output: " << deck.output.dir << "\n";
     return kExitOk;
   });
 }

@@ -6,10 +6,6 @@
 
 namespace trident {
 
-namespace {
-
-}  // namespace
-
 // Sleeping, not spinning: emulated ranks oversubscribe the cores, and a sleeping rank leaves its
 // core to the others, so every rank's action takes its nominal time. The sleep is cut into slices
 // between which the messages in flight advance, as a rank computing on a GPU would let them.

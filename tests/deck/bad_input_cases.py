@@ -225,6 +225,15 @@ def test_ready_deck_is_valid(trident, tmp_path, deck):
     assert "schedule " in result.stdout, result.stdout
 
 
+def test_check_prints_the_ranks_and_the_run_directory_for_scripts(trident, tmp_path):
+    deck = tmp_path / "deck.toml"
+    deck.write_text(deck_text({"parallel.dp": "3"}))
+    result = run_trident(trident, ["check", str(deck), "--set", "output.dir=elsewhere/run"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^ranks: 3 \(tp 1 x pp 1 x dp 3\)$", result.stdout, re.MULTILINE), result.stdout
+    assert re.search(r"^output: elsewhere/run$", result.stdout, re.MULTILINE), result.stdout
+
+
 def test_plan_shows_the_schedule_table_and_diagram(trident, tmp_path):
     deck = tmp_path / "deck.toml"
     deck.write_text(deck_text({"parallel.pp": "2", "schedule.microbatches": "4"}))

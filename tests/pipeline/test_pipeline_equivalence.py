@@ -4,7 +4,13 @@ every final weight to 1e-5 relative), and holds the activations its theory says.
 
 An 8-layer, narrow variant of the tiny deck keeps each run to a second or two; the global batch is
 m x dp micro-batches of one sequence, so the single-rank reference runs m x dp micro-batches.
+
+The sanitizer build (TRIDENT_SANITIZED=1) runs every schedule, partition and grid feature once
+rather than the whole matrix: AddressSanitizer looks for memory errors along the code paths, which
+the release build's full matrix has already shown to compute the right numbers.
 """
+import os
+
 import h5py
 import numpy as np
 import pytest
@@ -17,6 +23,7 @@ SMALL = ("model.layers=8", "model.d_model=32", "model.heads=4", "model.seq_len=3
          "checkpoint.every=0")
 
 _references = {}
+SANITIZED = os.environ.get("TRIDENT_SANITIZED") == "1"
 
 
 def run(trident_run, *overrides, ranks=1):
@@ -48,10 +55,24 @@ def microbatch_counts(p):
     return sorted({1, p - 1, p, 2 * p + 1} - {0})
 
 
-SINGLE_GRID = [(kind, p, m, 1) for kind in ("gpipe", "1f1b", "zb-h1") for p in (2, 3, 4)
-               for m in microbatch_counts(p)]
-SINGLE_GRID += [("interleaved-1f1b", p, m, 2) for p in (2, 3, 4) for m in microbatch_counts(p)]
-SINGLE_GRID += [("auto", p, m, 2) for p in (2, 4) for m in (p, 2 * p + 1)]
+# Cases the sanitizer build leaves to the release build, reported as skipped.
+RELEASE_ONLY = pytest.mark.skipif(SANITIZED, reason="release build only: the sanitizer build runs each "
+                                                    "schedule, partition and grid feature once")
+
+
+def case(*values, sanitized=False):
+    return pytest.param(*values, marks=() if sanitized else RELEASE_ONLY)
+
+
+def in_sanitized_matrix(p, m):
+    return p == 3 and m in (1, p, 2 * p + 1)
+
+
+SINGLE_GRID = [case(kind, p, m, 1, sanitized=in_sanitized_matrix(p, m))
+               for kind in ("gpipe", "1f1b", "zb-h1") for p in (2, 3, 4) for m in microbatch_counts(p)]
+SINGLE_GRID += [case("interleaved-1f1b", p, m, 2, sanitized=in_sanitized_matrix(p, m))
+                for p in (2, 3, 4) for m in microbatch_counts(p)]
+SINGLE_GRID += [case("auto", p, m, 2, sanitized=(p, m) == (4, 9)) for p in (2, 4) for m in (p, 2 * p + 1)]
 
 
 @pytest.mark.parametrize("kind,p,m,v", SINGLE_GRID)
@@ -68,21 +89,21 @@ def test_schedule_equals_single_rank(trident_run, kind, p, m, v):
 
 # Pipelines inside a 3D grid, uneven and balanced partitions, recomputation, ZeRO-1.
 GRID_CASES = [
-    ("1f1b", 2, 3, 1, 2, 2, ()),
-    ("zb-h1", 2, 4, 1, 2, 2, ()),
-    ("interleaved-1f1b", 2, 4, 2, 2, 1, ()),
-    ("gpipe", 4, 4, 1, 2, 1, ()),
-    ("1f1b", 4, 9, 1, 1, 2, ()),
-    ("1f1b", 3, 5, 1, 2, 1, ()),
-    ("zb-h1", 3, 3, 1, 2, 1, ()),
-    ("1f1b", 2, 4, 1, 2, 2, ("parallel.zero=1",)),
-    ("1f1b", 3, 4, 1, 1, 1, ("parallel.stage_layers=[4,1,3]",)),
-    ("zb-h1", 4, 5, 1, 1, 1, ("parallel.stage_layers=[1,3,2,2]",)),
-    ("interleaved-1f1b", 3, 3, 2, 1, 1, ("parallel.stage_layers=[2,1,1,2,1,1]",)),
-    ("1f1b", 3, 4, 1, 1, 1, ('parallel.stage_layers="balanced"',)),
-    ("1f1b", 2, 4, 1, 1, 1, ('schedule.recompute="full"',)),
-    ("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',)),
-    ("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',)),
+    case("1f1b", 2, 3, 1, 2, 2, (), sanitized=True),
+    case("zb-h1", 2, 4, 1, 2, 2, ()),
+    case("interleaved-1f1b", 2, 4, 2, 2, 1, (), sanitized=True),
+    case("gpipe", 4, 4, 1, 2, 1, ()),
+    case("1f1b", 4, 9, 1, 1, 2, ()),
+    case("1f1b", 3, 5, 1, 2, 1, ()),
+    case("zb-h1", 3, 3, 1, 2, 1, ()),
+    case("1f1b", 2, 4, 1, 2, 2, ("parallel.zero=1",)),
+    case("1f1b", 3, 4, 1, 1, 1, ("parallel.stage_layers=[4,1,3]",), sanitized=True),
+    case("zb-h1", 4, 5, 1, 1, 1, ("parallel.stage_layers=[1,3,2,2]",)),
+    case("interleaved-1f1b", 3, 3, 2, 1, 1, ("parallel.stage_layers=[2,1,1,2,1,1]",), sanitized=True),
+    case("1f1b", 3, 4, 1, 1, 1, ('parallel.stage_layers="balanced"',), sanitized=True),
+    case("1f1b", 2, 4, 1, 1, 1, ('schedule.recompute="full"',)),
+    case("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',), sanitized=True),
+    case("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',), sanitized=True),
 ]
 
 
@@ -124,7 +145,8 @@ def peak_in_flight_per_stage(run_dir, step=1):
     return peaks
 
 
-@pytest.mark.parametrize("kind,p,m", [("1f1b", 4, 6), ("1f1b", 3, 2), ("gpipe", 4, 6), ("gpipe", 2, 3)])
+@pytest.mark.parametrize("kind,p,m", [case("1f1b", 4, 6, sanitized=True), case("1f1b", 3, 2),
+                                      case("gpipe", 4, 6, sanitized=True), case("gpipe", 2, 3)])
 def test_peak_in_flight_matches_theory(trident_run, kind, p, m):
     run_dir = run(trident_run, *pipeline_overrides(kind, p, m), ranks=p)
     expected = {s: (min(p - s, m) if kind == "1f1b" else m) for s in range(p)}

@@ -1,0 +1,35 @@
+#include "gpu/cublas_gemm.hpp"
+
+#include "gpu/cuda_check.hpp"
+
+namespace trident {
+
+CublasGemm::CublasGemm(cudaStream_t stream) {
+  TRIDENT_GPU_CHECK(cublasCreate(&handle_));
+  TRIDENT_GPU_CHECK(cublasSetStream(handle_, stream));
+}
+
+CublasGemm::~CublasGemm() { cublasDestroy(handle_); }
+
+void CublasGemm::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                      const float* b, int ldb, float beta, float* c, int ldc, GemmMath math) {
+  gemm_ex(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_32F, beta, c, ldc,
+          math == GemmMath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+}
+
+void CublasGemm::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const __nv_bfloat16* a, int lda,
+                      const __nv_bfloat16* b, int ldb, float beta, float* c, int ldc) {
+  gemm_ex(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_16BF, beta, c, ldc, CUBLAS_COMPUTE_32F);
+}
+
+// cuBLAS is column-major, and a row-major matrix read column-major is its transpose: the row-major
+// C = op(A)·op(B) is the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so the operands swap places.
+void CublasGemm::gemm_ex(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda,
+                         const void* b, int ldb, cudaDataType input_type, float beta, float* c, int ldc,
+                         cublasComputeType_t compute) {
+  TRIDENT_GPU_CHECK(cublasGemmEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+                                 m, k, &alpha, b, input_type, ldb, a, input_type, lda, &beta, c, CUDA_R_32F, ldc,
+                                 compute, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace trident

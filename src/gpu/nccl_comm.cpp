@@ -1,0 +1,123 @@
+#include "gpu/nccl_comm.hpp"
+
+#include <nccl.h>
+
+#include "gpu/cuda_check.hpp"
+
+namespace trident {
+
+namespace {
+
+class NcclRequest final : public CommRequest {
+ public:
+  explicit NcclRequest(cudaStream_t stream) {
+    TRIDENT_GPU_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+    TRIDENT_GPU_CHECK(cudaEventRecord(done_, stream));
+  }
+  ~NcclRequest() override { cudaEventDestroy(done_); }
+  void wait() override { TRIDENT_GPU_CHECK(cudaEventSynchronize(done_)); }
+  bool test() override {
+    const cudaError_t status = cudaEventQuery(done_);
+    if (status == cudaErrorNotReady) return false;
+    TRIDENT_GPU_CHECK(status);
+    return true;
+  }
+
+ private:
+  cudaEvent_t done_ = nullptr;
+};
+
+class NcclComm final : public Comm {
+ public:
+  NcclComm(MPI_Comm axis, cudaStream_t compute_stream) : compute_(compute_stream) {
+    MPI_Comm_rank(axis, &rank_);
+    MPI_Comm_size(axis, &size_);
+    ncclUniqueId id;
+    if (rank_ == 0) TRIDENT_GPU_CHECK(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, axis);
+    TRIDENT_GPU_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+    TRIDENT_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TRIDENT_GPU_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+    TRIDENT_GPU_CHECK(cudaMalloc(&scalar_, sizeof(double)));
+  }
+  ~NcclComm() override {
+    cudaFree(scalar_);
+    cudaEventDestroy(compute_done_);
+    cudaStreamDestroy(stream_);
+    ncclCommDestroy(comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void all_reduce_sum(float* data, std::size_t count) override { all_reduce_sum_async(data, count)->wait(); }
+  double all_reduce_sum(double value) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(cudaMemcpyAsync(scalar_, &value, sizeof value, cudaMemcpyHostToDevice, stream_));
+    TRIDENT_GPU_CHECK(ncclAllReduce(scalar_, scalar_, 1, ncclDouble, ncclSum, comm_, stream_));
+    TRIDENT_GPU_CHECK(cudaMemcpyAsync(&value, scalar_, sizeof value, cudaMemcpyDeviceToHost, stream_));
+    TRIDENT_GPU_CHECK(cudaStreamSynchronize(stream_));
+    return value;
+  }
+  CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
+    return queued();
+  }
+  void all_gather(const float* send, float* recv, std::size_t count) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclAllGather(send, recv, count, ncclFloat, comm_, stream_));
+    queued()->wait();
+  }
+  void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
+    reduce_scatter_sum_async(send, recv, count)->wait();
+  }
+  CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclReduceScatter(send, recv, count, ncclFloat, ncclSum, comm_, stream_));
+    return queued();
+  }
+  void broadcast(float* data, std::size_t count, int root) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclBroadcast(data, data, count, ncclFloat, root, comm_, stream_));
+    queued()->wait();
+  }
+  // The tag is not sent (see nccl_comm.hpp): order carries the matching.
+  CommRequestPtr send_async(const float* data, std::size_t count, int peer, int /*tag*/) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclGroupStart());
+    TRIDENT_GPU_CHECK(ncclSend(data, count, ncclFloat, peer, comm_, stream_));
+    TRIDENT_GPU_CHECK(ncclGroupEnd());
+    return queued();
+  }
+  CommRequestPtr recv_async(float* data, std::size_t count, int peer, int /*tag*/) override {
+    TRIDENT_GPU_CHECK(ncclGroupStart());
+    TRIDENT_GPU_CHECK(ncclRecv(data, count, ncclFloat, peer, comm_, stream_));
+    TRIDENT_GPU_CHECK(ncclGroupEnd());
+    return queued();
+  }
+
+ private:
+  // Communication reads what the compute stream has queued so far: the comm stream waits for it.
+  void after_compute() {
+    TRIDENT_GPU_CHECK(cudaEventRecord(compute_done_, compute_));
+    TRIDENT_GPU_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+  }
+  CommRequestPtr queued() { return std::make_unique<NcclRequest>(stream_); }
+
+  int rank_ = 0;
+  int size_ = 1;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t compute_done_ = nullptr;
+  double* scalar_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm axis, cudaStream_t compute_stream) {
+  return std::make_unique<NcclComm>(axis, compute_stream);
+}
+
+}  // namespace trident

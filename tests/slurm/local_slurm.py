@@ -24,12 +24,13 @@ def free_port():
 def slurm_conf(root, host, cpus, memory_mb, munge_socket):
     return f"""# One-node Slurm for trident's tests (tests/slurm/local_slurm.py)
 ClusterName=trident-test
-SlurmctldHost={host}
+SlurmctldHost={host}(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={munge_socket}
+# A requeued job may start again once its credential expired (cred_expire, 120 s by default).
+AuthInfo=socket={munge_socket},cred_expire=10
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
 StateSaveLocation={root}/state
@@ -50,7 +51,7 @@ JobRequeue=1
 SlurmdParameters=config_overrides
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
-NodeName={host} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
 PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 

@@ -1,8 +1,9 @@
 """job_scripts/cpu.sbatch on a real Slurm: a private one-node cluster (local_slurm.py) runs the
 tiny deck on 8 tasks through srun --mpi=pmix. The run directory must hold a timeline and a
 checkpoint with a falling loss; a job sent USR1 mid-run must checkpoint, requeue itself and end
-with the uninterrupted run's final loss, bit for bit. When the daemons cannot start here the tests
-skip and say why (SLURM UNAVAILABLE: ...)."""
+with the uninterrupted run's losses, bit for bit, and so must a chain of two jobs whose first one is
+sent USR1; a job whose allocation does not fit the deck's grid must fail before launch. When the
+daemons cannot start here the tests skip and say why (SLURM UNAVAILABLE: ...)."""
 import os
 import re
 import shutil
@@ -19,8 +20,8 @@ from local_slurm import LocalSlurm, SlurmUnavailable
 
 SCRIPT = REPO / "job_scripts" / "cpu.sbatch"
 CHAIN = REPO / "job_scripts" / "chain"
-STEPS = 100
-OVERRIDES = ("--set", f"train.steps={STEPS}", "--set", "checkpoint.every=25")
+STEPS = 60
+OVERRIDES = ("--set", f"train.steps={STEPS}", "--set", "checkpoint.every=20")
 FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 
 

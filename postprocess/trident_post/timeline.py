@@ -153,29 +153,15 @@ class Timeline:
             self.events["bytes"] = np.zeros(len(self.events["kind"]), dtype=np.int64)
 
     # ---- run description ----------------------------------------------------------------
-    @property
-    def tp(self):
-        return int(self.attrs["tp"])
-
-    @property
-    def pp(self):
-        return int(self.attrs["pp"])
-
-    @property
-    def dp(self):
-        return int(self.attrs["dp"])
+    tp = property(lambda self: int(self.attrs["tp"]))
+    pp = property(lambda self: int(self.attrs["pp"]))
+    dp = property(lambda self: int(self.attrs["dp"]))
+    p = property(lambda self: int(self.attrs["p"]))
+    m = property(lambda self: int(self.attrs["m"]))
 
     @property
     def world_size(self):
         return self.tp * self.pp * self.dp
-
-    @property
-    def p(self):
-        return int(self.attrs["p"])
-
-    @property
-    def m(self):
-        return int(self.attrs["m"])
 
     @property
     def v(self):

@@ -114,8 +114,8 @@ class LocalSlurm:
         return proc
 
     def _controller_answers(self):
-        return self.run("scontrol", "ping", check=False).returncode == 0 and \
-            "UP" in self.run("scontrol", "ping", check=False).stdout
+        ping = self.run("scontrol", "ping", check=False)
+        return ping.returncode == 0 and "UP" in ping.stdout
 
     def _node_idle(self):
         out = self.run("sinfo", "-h", "-o", "%T", check=False).stdout.strip()

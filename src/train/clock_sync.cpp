@@ -6,11 +6,23 @@ namespace trident {
 
 namespace {
 
-// Pings per rank: the smallest round trip of a dozen is close to the wire latency even when
-// a ping or two meets a descheduled process (oversubscribed test runs, a noisy node).
-constexpr int kPings = 12;
+// How long a rank keeps pinging. A round trip of a few µs (shared memory, InfiniBand) or tens of
+// µs (TCP) pins the offset to well under the timeline's resolution, so a dozen pings suffice.
+// On an oversubscribed or noisy node most pings meet a descheduled process and take a whole
+// time slice (ms); pinging on until one gets through, or until pings stop improving, keeps the
+// estimate at µs there too, while a slow but steady network still stops after a few dozen.
+constexpr int kMinPings = 12;
+constexpr double kGoodRoundTrip = 100e-6;  // s: estimate within 50 µs
+constexpr int kPingsWithoutImprovement = 64;
+constexpr double kBudgetPerRank = 1.0;  // s: bounds start-up on a pathological node
 constexpr int kPingTag = 0;
 constexpr int kPongTag = 1;
+
+bool keep_pinging(int pings, double best_round_trip, int since_best, double elapsed) {
+  if (pings < kMinPings) return true;
+  if (best_round_trip <= kGoodRoundTrip) return false;
+  return since_best < kPingsWithoutImprovement && elapsed < kBudgetPerRank;
+}
 
 }  // namespace
 
@@ -26,21 +38,27 @@ ClockOffset measure_clock_offset(MPI_Comm world) {
   ClockOffset result;
   if (rank == 0) {
     // Serve the ranks in order: a rank's pings only start once rank 0 asks for them (the first
-    // pong), so no rank's round trip includes time spent queueing behind another rank.
+    // pong), so no rank's round trip includes time spent queueing behind another rank. A ping
+    // carries 1 while the rank wants rank 0's time, 0 when it is done.
     for (int peer = 1; peer < size; ++peer) {
-      for (int ping = 0; ping <= kPings; ++ping) {
-        if (ping > 0) MPI_Recv(nullptr, 0, MPI_BYTE, peer, kPingTag, comm, MPI_STATUS_IGNORE);
+      for (int wants_time = 1; wants_time != 0;) {
         const double t_root = MPI_Wtime();
         MPI_Send(&t_root, 1, MPI_DOUBLE, peer, kPongTag, comm);
+        MPI_Recv(&wants_time, 1, MPI_INT, peer, kPingTag, comm, MPI_STATUS_IGNORE);
       }
     }
   } else {
     double t_root = 0.0;
     MPI_Recv(&t_root, 1, MPI_DOUBLE, 0, kPongTag, comm, MPI_STATUS_IGNORE);  // our turn
     result.round_trip = std::numeric_limits<double>::infinity();
-    for (int ping = 0; ping < kPings; ++ping) {
+    const double t_first = MPI_Wtime();
+    int pings = 0;
+    int since_best = 0;
+    for (int wants_time = 1;; ++pings, ++since_best) {
       const double t_send = MPI_Wtime();
-      MPI_Send(nullptr, 0, MPI_BYTE, 0, kPingTag, comm);
+      wants_time = keep_pinging(pings, result.round_trip, since_best, t_send - t_first) ? 1 : 0;
+      MPI_Send(&wants_time, 1, MPI_INT, 0, kPingTag, comm);
+      if (wants_time == 0) break;
       MPI_Recv(&t_root, 1, MPI_DOUBLE, 0, kPongTag, comm, MPI_STATUS_IGNORE);
       const double t_recv = MPI_Wtime();
       // t_root was read somewhere in [t_send, t_recv] of our clock; the midpoint is off by at
@@ -48,6 +66,7 @@ ClockOffset measure_clock_offset(MPI_Comm world) {
       if (t_recv - t_send < result.round_trip) {
         result.round_trip = t_recv - t_send;
         result.offset = 0.5 * (t_send + t_recv) - t_root;
+        since_best = 0;
       }
     }
   }

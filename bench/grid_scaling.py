@@ -12,6 +12,11 @@ implementation, not BLAS threading. A second reference, two independent 1-rank r
 for DP=2 once shared caches, memory bandwidth and clocks are counted. Also printed: the share of
 the DP step spent in exposed (not overlapped) data-parallel communication, read from
 timeline.h5's dp_exposed_s column.
+
+This machine's speed drifts by tens of percent within minutes (a 1-rank run alone has ranged from
+630 to 1040 tokens/s in one session). So the four runs are taken in rounds (--rounds, default 3),
+each ratio is formed within a round, from runs minutes apart, and the table shows the median over
+the rounds with the lowest and highest round beside it.
 """
 import argparse
 import os
@@ -76,29 +81,43 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads-per-rank", type=int, default=1)
     parser.add_argument("--bucket-mb", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if not Path(args.trident).is_file():
         print(f"grid_scaling: no trident binary at {args.trident}: build it (scripts/setup)", file=sys.stderr)
         return 2
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads_per_rank),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    runs = {"1 rank": lambda: run_grid(args, 1, 1, env), "2 x 1 rank side by side": lambda: run_side_by_side(args, env),
+            "DP=2": lambda: run_grid(args, 1, 2, env), "TP=2": lambda: run_grid(args, 2, 1, env)}
+    rounds = []
     try:
-        one = run_grid(args, 1, 1, env)
-        pair = run_side_by_side(args, env)
-        dp2 = run_grid(args, 1, 2, env)
-        tp2 = run_grid(args, 2, 1, env)
+        for number in range(1, args.rounds + 1):
+            round_results = {}
+            for name, run in runs.items():
+                round_results[name] = run()
+                print(f"round {number}/{args.rounds}: {name:<24}{round_results[name]['tokens_per_s']:>8.0f} tokens/s",
+                      flush=True)
+            rounds.append(round_results)
     except BenchError as error:
         print(f"grid_scaling: {error}", file=sys.stderr)
         return 1
-    print(f"config small, {args.steps} steps (median after {args.warmup}), OPENBLAS_NUM_THREADS="
+    print(f"config small, {args.steps} steps (median after {args.warmup}), {args.rounds} rounds, OPENBLAS_NUM_THREADS="
           f"{args.threads_per_rank} per rank, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
-          f"bucket {args.bucket_mb} MiB")
-    print(f"{'run':<22}{'tokens/s':>12}{'ms/step':>10}{'vs 1 rank':>11}{'vs 2 x 1 rank':>15}{'exposed DP comm':>18}")
-    for name, r in (("1 rank", one), ("2 x 1 rank side by side", pair), ("DP=2", dp2), ("TP=2", tp2)):
-        share = r["dp_exposed_s"] / r["step_time_s"]
-        print(f"{name:<22}{r['tokens_per_s']:>12.0f}{r['step_time_s'] * 1e3:>10.1f}"
-              f"{r['tokens_per_s'] / one['tokens_per_s']:>11.2f}{r['tokens_per_s'] / pair['tokens_per_s']:>15.2f}"
-              f"{share:>17.1%}")
+          f"bucket {args.bucket_mb} MiB; each column: median over rounds [lowest, highest]")
+
+    def spread(values, fmt):
+        values = sorted(values)
+        return f"{format(statistics.median(values), fmt)} [{format(values[0], fmt)}, {format(values[-1], fmt)}]"
+
+    print(f"{'run':<25}{'tokens/s':>20}{'vs 1 rank':>22}{'vs 2 x 1 rank':>22}{'exposed DP comm':>26}")
+    for name in runs:
+        tokens = [r[name]["tokens_per_s"] for r in rounds]
+        vs_one = [r[name]["tokens_per_s"] / r["1 rank"]["tokens_per_s"] for r in rounds]
+        vs_pair = [r[name]["tokens_per_s"] / r["2 x 1 rank side by side"]["tokens_per_s"] for r in rounds]
+        exposed = [100 * r[name]["dp_exposed_s"] / r[name]["step_time_s"] for r in rounds]
+        print(f"{name:<25}{spread(tokens, '.0f'):>20}{spread(vs_one, '.2f'):>22}{spread(vs_pair, '.2f'):>22}"
+              f"{spread(exposed, '.1f') + ' %':>26}")
     return 0
 
 

@@ -10,8 +10,9 @@ machine's 2 cores and the 1-rank reference uses one; the ratio then measures the
 implementation, not BLAS threading. A second reference, two independent 1-rank runs side by side
 (one per core, no communication), shows what the machine itself gives two busy cores: the ceiling
 for DP=2 once shared caches, memory bandwidth and clocks are counted. Also printed: the share of
-the DP step spent in exposed (not overlapped) data-parallel communication, read from
-timeline.h5's dp_exposed_s column.
+each step spent in exposed (not overlapped) communication, read from timeline.h5: dp_exposed_s
+(the data-parallel gradient all-reduce) plus tp_comm_s (time blocked in tensor-parallel
+collectives).
 
 This machine's speed drifts by tens of percent within minutes (a 1-rank run alone has ranged from
 630 to 1040 tokens/s in one session). So the four runs are taken in rounds (--rounds, default 3),
@@ -45,9 +46,10 @@ def medians(args, run_dir):
     with h5py.File(Path(run_dir) / "timeline.h5", "r") as f:
         steps = f["steps"]
         timed = [i for i, s in enumerate(steps["step"][()]) if s > args.warmup]
-        pick = lambda name: statistics.median(float(steps[name][i]) for i in timed)  # noqa: E731
-        return {"tokens_per_s": pick("tokens_per_s"), "step_time_s": pick("step_time_s"),
-                "dp_exposed_s": pick("dp_exposed_s")}
+        column = {name: steps[name][()] for name in ("tokens_per_s", "step_time_s", "dp_exposed_s", "tp_comm_s")}
+        column["exposed_comm_s"] = column["dp_exposed_s"] + column["tp_comm_s"]
+        return {name: statistics.median(float(column[name][i]) for i in timed)
+                for name in ("tokens_per_s", "step_time_s", "exposed_comm_s")}
 
 
 def run_grid(args, tp, dp, env):
@@ -70,7 +72,7 @@ def run_side_by_side(args, env):
                                  f"  {shlex.join(command)}\n" + "\n".join(output.splitlines()[-40:]))
         runs = [medians(args, d) for d in (a, b)]
     return {"tokens_per_s": sum(r["tokens_per_s"] for r in runs),
-            "step_time_s": max(r["step_time_s"] for r in runs), "dp_exposed_s": 0.0}
+            "step_time_s": max(r["step_time_s"] for r in runs), "exposed_comm_s": 0.0}
 
 
 def main():
@@ -110,12 +112,12 @@ def main():
         values = sorted(values)
         return f"{format(statistics.median(values), fmt)} [{format(values[0], fmt)}, {format(values[-1], fmt)}]"
 
-    print(f"{'run':<25}{'tokens/s':>20}{'vs 1 rank':>22}{'vs 2 x 1 rank':>22}{'exposed DP comm':>26}")
+    print(f"{'run':<25}{'tokens/s':>20}{'vs 1 rank':>22}{'vs 2 x 1 rank':>22}{'exposed comm':>26}")
     for name in runs:
         tokens = [r[name]["tokens_per_s"] for r in rounds]
         vs_one = [r[name]["tokens_per_s"] / r["1 rank"]["tokens_per_s"] for r in rounds]
         vs_pair = [r[name]["tokens_per_s"] / r["2 x 1 rank side by side"]["tokens_per_s"] for r in rounds]
-        exposed = [100 * r[name]["dp_exposed_s"] / r[name]["step_time_s"] for r in rounds]
+        exposed = [100 * r[name]["exposed_comm_s"] / r[name]["step_time_s"] for r in rounds]
         print(f"{name:<25}{spread(tokens, '.0f'):>20}{spread(vs_one, '.2f'):>22}{spread(vs_pair, '.2f'):>22}"
               f"{spread(exposed, '.1f') + ' %':>26}")
     return 0

@@ -31,6 +31,7 @@ const StepField kStepFields[] = {
     {"bubble", &StepRecord::bubble},
     {"achieved_gflops", &StepRecord::achieved_gflops},
     {"dp_exposed_s", &StepRecord::dp_exposed_s},
+    {"tp_comm_s", &StepRecord::tp_comm_s},
     {"timeline_s", &StepRecord::timeline_s},
     {"mfu", &StepRecord::mfu},
     {"peak_activation_bytes", &StepRecord::peak_activation_bytes},

@@ -4,13 +4,16 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <utility>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
 #include <vector>
 
+#include "comm/timed_comm.hpp"
 #include "common/error.hpp"
 #include "data/batch_windows.hpp"
 #include "data/token_stream.hpp"
@@ -105,7 +108,8 @@ struct Trainer::State {
   State(const Deck& d, MPI_Comm w, std::ostream& l)
       : deck(d),
         world(w),
-        grid(make_process_grid(w, d.parallel)),
+        grid(timing_tp(make_process_grid(w, d.parallel))),
+        tp_comm(static_cast<TimedComm&>(*grid.tp)),
         log(l),
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp),
@@ -142,9 +146,16 @@ struct Trainer::State {
 
   bool is_root() const { return grid.world_rank == 0; }
 
+  // The model's TP collectives, timed: the step's tp_comm_s.
+  static ProcessGrid timing_tp(ProcessGrid grid) {
+    grid.tp = std::make_unique<TimedComm>(std::move(grid.tp));
+    return grid;
+  }
+
   Deck deck;
   MPI_Comm world;
   ProcessGrid grid;
+  TimedComm& tp_comm;  // grid.tp
   std::ostream& log;
   BatchWindows windows;
   Schedule schedule;
@@ -252,6 +263,7 @@ int Trainer::run() {
 
   for (int step = s.start_step + 1; step <= deck.train.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
+    s.tp_comm.take_blocked_seconds();  // not the checkpoint's gathers between steps
     s.model.zero_grads();
     for (int mb = 0; mb < microbatches; ++mb) {
       s.windows.fill(step, s.grid.coords.dp, mb, s.host_inputs.data(), s.host_targets.data());
@@ -283,6 +295,7 @@ int Trainer::run() {
     s.optimizer->step(s.model.params(), step, lr, static_cast<float>(clip_factor(grad_norm, deck.train.grad_clip)));
     Kokkos::fence();
     s.events.record({EventKind::optimizer, -1, -1, optimizer_start, s.now(), 0});
+    const double tp_comm_seconds = s.tp_comm.take_blocked_seconds();
     // The gather synchronises the ranks; waiting for the slowest one is the step's imbalance, not
     // the recording's cost, so it happens before the clock starts.
     MPI_Barrier(s.world);
@@ -311,6 +324,7 @@ int Trainer::run() {
       record.achieved_gflops = s.flops_per_step / seconds / 1e9;
       record.mfu = record.achieved_gflops / (s.gemm_peak_gflops * s.grid.world_size);
       record.dp_exposed_s = s.sync.last_exposed_seconds();
+      record.tp_comm_s = tp_comm_seconds;
       record.peak_activation_bytes = *std::max_element(stage_peaks.begin(), stage_peaks.end());
       record.peak_activation_bytes_per_stage = stage_peaks;
       const double append_start = s.now();

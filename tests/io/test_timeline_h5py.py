@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 STEP_COLUMNS = ["step", "loss", "lr", "grad_norm", "step_time_s", "tokens_per_s", "bubble",
-                "achieved_gflops", "mfu", "dp_exposed_s", "timeline_s", "peak_activation_bytes"]
+                "achieved_gflops", "mfu", "dp_exposed_s", "tp_comm_s", "timeline_s", "peak_activation_bytes"]
 EVENT_COLUMNS = {"rank": np.int32, "tp": np.int32, "pp": np.int32, "dp": np.int32, "step": np.int32,
                  "microbatch": np.int32, "chunk": np.int32, "t_start": np.float64, "t_end": np.float64,
                  "bytes": np.int64}

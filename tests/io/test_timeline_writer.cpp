@@ -34,6 +34,7 @@ StepRecord record(std::int64_t step) {
   r.achieved_gflops = 20.0 * step;
   r.mfu = 0.2 + 0.1 * step;
   r.dp_exposed_s = 0.003 * step;
+  r.tp_comm_s = 0.007 * step;
   r.timeline_s = 0.0001 * step;
   r.peak_activation_bytes = (std::int64_t{1} << 33) + step;  // beyond 32 bits
   return r;
@@ -116,7 +117,8 @@ TEST(TimelineWriter, StepsAndAttributesReadBack) {
       {"grad_norm", &StepRecord::grad_norm}, {"step_time_s", &StepRecord::step_time_s},
       {"tokens_per_s", &StepRecord::tokens_per_s}, {"bubble", &StepRecord::bubble},
       {"achieved_gflops", &StepRecord::achieved_gflops}, {"mfu", &StepRecord::mfu},
-      {"dp_exposed_s", &StepRecord::dp_exposed_s}, {"timeline_s", &StepRecord::timeline_s}};
+      {"dp_exposed_s", &StepRecord::dp_exposed_s}, {"tp_comm_s", &StepRecord::tp_comm_s},
+      {"timeline_s", &StepRecord::timeline_s}};
   for (const auto& [name, member] : double_fields) {
     const std::vector<double> column = doubles(name);
     ASSERT_EQ(column.size(), 3u) << name;

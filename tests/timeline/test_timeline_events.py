@@ -139,6 +139,23 @@ def test_steps_and_measured_bubble(trident_run, kind, pp, extra):
 
 
 @pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_without_tensor_parallelism_no_time_goes_to_tp_collectives(trident_run, kind, pp, extra):
+    steps = read_steps(run_dir(trident_run, kind, pp, extra))
+    assert np.all(steps["tp_comm_s"] >= 0.0), steps["tp_comm_s"]
+    assert np.all(steps["tp_comm_s"] < 1e-3), steps["tp_comm_s"]  # a group of one: no-op collectives
+
+
+def test_tensor_parallel_collectives_are_timed(trident_run):
+    """tp = 2: every step spends some of its time blocked in the TP collectives (per micro-batch and
+    direction, two all-reduces per layer and one for the embedding or the head; the loss's
+    all-gather; the gradient norm's sum), never more than the step."""
+    _, out = trident_run("parallel.tp=2", f"train.steps={STEPS}", "checkpoint.every=0", ranks=2)
+    steps = read_steps(out)
+    assert np.all(steps["tp_comm_s"] > 0.0), steps["tp_comm_s"]
+    assert np.all(steps["tp_comm_s"] < steps["step_time_s"]), (steps["tp_comm_s"], steps["step_time_s"])
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
 def test_peak_activation_per_stage_needs_trainer_wiring(trident_run, kind, pp, extra):
     """NEEDS TRAINER WIRING (src/train/trainer.cpp): passes once the trainer gives the writer
     stages = pp and fills StepRecord::peak_activation_bytes_per_stage (each stage's largest peak

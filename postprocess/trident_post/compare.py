@@ -1,5 +1,5 @@
 """`trident-post compare RUN RUN [RUN ...]`: runs side by side: grid, schedule, step time, tokens/s,
-bubble (measured, simulator, theory), MFU and the final loss. Medians are over every step but the
+bubble (measured, simulator, theory), exposed DP and TP communication, MFU and the final loss. Medians are over every step but the
 first (which warms up) when a run has more than two steps."""
 import numpy as np
 
@@ -27,6 +27,13 @@ def _median(values):
     return float(np.median(later)) if len(later) else None
 
 
+def _share_of_step(steps, name):
+    """Median of a /steps time column over step_time_s; None for a timeline without the column."""
+    if name not in steps:
+        return None
+    return _median(np.asarray(steps[name], dtype=float) / np.asarray(steps["step_time_s"], dtype=float))
+
+
 def summary(tl):
     steps = tl.steps
     n = len(tl.step_numbers())
@@ -46,6 +53,8 @@ def summary(tl):
         "bubble": measured,
         "bubble_predicted": tl.predicted_bubble,
         "bubble_theory": tl.theory_bubble,
+        "dp_exposed": _share_of_step(steps, "dp_exposed_s") if n else None,
+        "tp_comm": _share_of_step(steps, "tp_comm_s") if n else None,
         "mfu": _median(steps["mfu"]) if n and "mfu" in steps else None,
         "final_loss": None if (not n or tl.emulated) else float(steps["loss"][last]),
     }
@@ -65,6 +74,8 @@ ROWS = (
     ("bubble measured, median", "bubble", lambda x: f"{100 * x:.1f}%"),
     ("bubble simulator", "bubble_predicted", lambda x: f"{100 * x:.1f}%"),
     ("bubble theory (p-1)/(m+p-1)", "bubble_theory", lambda x: f"{100 * x:.1f}%"),
+    ("DP all-reduce exposed, median", "dp_exposed", lambda x: f"{100 * x:.1f}%"),
+    ("TP collectives blocked, median", "tp_comm", lambda x: f"{100 * x:.1f}%"),
     ("MFU, median", "mfu", lambda x: f"{100 * x:.2f}%"),
     ("final loss", "final_loss", lambda x: f"{x:.4f}"),
 )

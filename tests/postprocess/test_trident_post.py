@@ -236,6 +236,20 @@ def test_compare_two_runs(runs):
     assert rows["step time, median [ms]"][-2] == f"{median * 1e3:.2f}"
 
 
+def test_compare_shows_the_share_of_the_step_lost_to_communication(runs):
+    """p2 runs dp = 2 (its gradient all-reduce can be exposed), tp = 1; the values are the medians,
+    over the steps after the first, of the /steps time columns divided by step_time_s."""
+    a, b = runs["p2"], runs["p4-1f1b"]
+    rows = {line.split("  ")[0]: line.split() for line in post("compare", a, b).stdout.splitlines()}
+    for label, column in (("DP all-reduce exposed, median", "dp_exposed_s"),
+                          ("TP collectives blocked, median", "tp_comm_s")):
+        for index, run in ((-2, a), (-1, b)):
+            _, steps, _ = read_run(run)
+            share = steps[column] / steps["step_time_s"]
+            expected = float(np.median(share[1:] if len(share) > 2 else share))
+            assert rows[label][index] == f"{100 * expected:.1f}%", (label, run.name, rows[label])
+
+
 # ---- errors -------------------------------------------------------------------------------------
 
 def error_commands(target, tmp_path):

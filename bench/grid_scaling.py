@@ -14,8 +14,8 @@ each step spent in exposed (not overlapped) communication, read from timeline.h5
 (the data-parallel gradient all-reduce) plus tp_comm_s (time blocked in tensor-parallel
 collectives).
 
-This machine's speed drifts by tens of percent within minutes (a 1-rank run alone has ranged from
-630 to 1040 tokens/s in one session). So the four runs are taken in rounds (--rounds, default 3),
+This machine's speed drifts by tens of percent within minutes (a 1-rank run alone gave 581 to 919
+tokens/s within one hour). So the four runs are taken in rounds (--rounds, default 3),
 each ratio is formed within a round, from runs minutes apart, and the table shows the median over
 the rounds with the lowest and highest round beside it.
 """

@@ -24,18 +24,26 @@ EMULATED = ("model.layers=8", "train.steps=3", "schedule.micro_batch_size=1", "c
 
 @pytest.fixture(scope="module")
 def emulated_bubble(tmp_path_factory):
-    """(measured, predicted) bubble of the emulated p = 4, m = 8 run of a schedule, run once per module."""
+    """(measured, predicted) bubble of the emulated p = 4, m = 8 run of a schedule, run once per module.
+
+    The measured value is the least bubble of the steps after the first (which also warms up).
+    Delays from outside (a descheduled rank, a late wake-up on a shared machine) only ever add idle
+    time, since every action sleeps to a fixed deadline; so the least bubble is the executor's own,
+    and a step that meets a stall of the machine shows more. The CI machine has shown such stalls:
+    with the median of two steps, gpipe came out 3.9 points and interleaved 2.5 points over the
+    simulator in a run where 1f1b and zb-h1 matched."""
     results = {}
 
     def bubble(kind, v=1):
         if (kind, v) not in results:
             run_dir = tmp_path_factory.mktemp(f"{kind}-v{v}")
-            run_trident(run_dir, *EMULATED, f"schedule.kind={kind}", "parallel.pp=4", "schedule.microbatches=8",
-                        f"schedule.virtual_stages={v}", ranks=4)
+            run_trident(run_dir, *EMULATED, "train.steps=4", f"schedule.kind={kind}", "parallel.pp=4",
+                        "schedule.microbatches=8", f"schedule.virtual_stages={v}", ranks=4)
             with h5py.File(run_dir / "timeline.h5", "r") as f:
                 predicted = float(f.attrs["predicted_bubble"])
-            measured = read_steps(run_dir)["bubble"][1:]  # the first step also warms up
-            results[(kind, v)] = (float(np.median(measured)), predicted)
+            measured = read_steps(run_dir)["bubble"][1:]
+            assert len(measured) == 3, measured
+            results[(kind, v)] = (float(np.min(measured)), predicted)
         return results[(kind, v)]
 
     return bubble

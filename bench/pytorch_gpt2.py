@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""Reference GPT-2 training step in eager PyTorch (CPU, fp32), timed.
+"""Reference GPT-2 training step in eager PyTorch (CPU or one GPU, fp32 weights), timed.
 
 The model is the one trident trains (DESIGN.md "Model"): pre-LN blocks, fused qkv c_attn (C -> 3C,
 bias), c_proj, MLP C -> 4C -> C with tanh GELU, LayerNorm eps 1e-5, head tied to wte, mean
 cross-entropy, no dropout. Attention is the explicit masked softmax (nanoGPT's fallback): torch 1.13
 has no scaled_dot_product_attention. The optimizer is torch.optim.AdamW (no fused variant in 1.13),
 with weight decay on 2-D weights only and global-norm clipping at 1.0, as trident's step does.
+
+On a GPU (--device cuda), --matmul tf32 lets the matrix products use TF32 tensor cores as
+trident's GPU build does, --attention sdpa uses torch's fused scaled_dot_product_attention instead
+of the explicit softmax, and the JSON also carries the bf16 GEMM peak measured on that GPU first.
 
 Prints one JSON line: ms_per_step (median over the steps after warm-up), tokens_per_s and what the
 numbers were measured with (torch version, threads, BLAS).
@@ -24,9 +28,10 @@ import torch.nn.functional as F
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model, heads, seq_len):
+    def __init__(self, d_model, heads, seq_len, fused=False):
         super().__init__()
         self.heads = heads
+        self.fused = fused
         self.c_attn = nn.Linear(d_model, 3 * d_model)
         self.c_proj = nn.Linear(d_model, d_model)
         causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
@@ -37,10 +42,14 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.c_attn(x).split(C, dim=2)
         # (B, T, C) -> (B, heads, T, head_dim)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(~self.causal[:, :, :T, :T], float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.fused:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(~self.causal[:, :, :T, :T], float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
 
 
@@ -55,10 +64,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, heads, seq_len):
+    def __init__(self, d_model, heads, seq_len, fused_attention):
         super().__init__()
         self.ln_1 = nn.LayerNorm(d_model, eps=1e-5)
-        self.attn = CausalSelfAttention(d_model, heads, seq_len)
+        self.attn = CausalSelfAttention(d_model, heads, seq_len, fused_attention)
         self.ln_2 = nn.LayerNorm(d_model, eps=1e-5)
         self.mlp = MLP(d_model)
 
@@ -68,11 +77,11 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, d_model, heads, vocab, seq_len):
+    def __init__(self, layers, d_model, heads, vocab, seq_len, fused_attention=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, d_model)
         self.wpe = nn.Embedding(seq_len, d_model)
-        self.h = nn.ModuleList(Block(d_model, heads, seq_len) for _ in range(layers))
+        self.h = nn.ModuleList(Block(d_model, heads, seq_len, fused_attention) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d_model, eps=1e-5)
         for p in self.parameters():
             if p.dim() == 2:
@@ -80,7 +89,7 @@ class GPT(nn.Module):
 
     def forward(self, tokens, targets):
         T = tokens.size(1)
-        x = self.wte(tokens) + self.wpe(torch.arange(T))
+        x = self.wte(tokens) + self.wpe(torch.arange(T, device=tokens.device))
         for block in self.h:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
@@ -111,6 +120,22 @@ def openblas_info(threads):
     }
 
 
+def bf16_gemm_peak_tflops(device, n=8192, repeats=10):
+    """Best TFLOP/s of an n³ bf16 matrix product on `device` (fp32 accumulation): the GPU's
+    reference for MFU, measured in the same run as the training it is compared with."""
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    best = 0.0
+    for i in range(repeats + 1):  # the first product warms up cuBLAS
+        torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        a @ b
+        torch.cuda.synchronize(device)
+        if i > 0:
+            best = max(best, 2 * n ** 3 / (time.perf_counter() - start) / 1e12)
+    return best
+
+
 def torch_build_summary():
     """The BLAS and vector-ISA entries of torch.__config__.show()."""
     return "; ".join(re.findall(r"CPU capability usage: \w+|BLAS_INFO=\w+", torch.__config__.show()))
@@ -128,6 +153,11 @@ def main():
     parser.add_argument("--warmup", type=int, default=2, help="leading steps left out of the median")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--matmul", choices=("fp32", "tf32"), default="fp32",
+                        help="GPU matrix products in fp32 (torch's default) or on TF32 tensor cores")
+    parser.add_argument("--attention", choices=("explicit", "sdpa"), default="explicit",
+                        help="explicit masked softmax (trident's math) or torch's fused SDPA")
     args = parser.parse_args()
     if args.d_model % args.heads != 0:
         parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
@@ -136,19 +166,31 @@ def main():
 
     torch.set_num_threads(args.threads)
     blas = openblas_info(args.threads)
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    if on_gpu:
+        torch.backends.cuda.matmul.allow_tf32 = args.matmul == "tf32"
+    peak = bf16_gemm_peak_tflops(device) if on_gpu else None
     torch.manual_seed(args.seed)
-    model = GPT(args.layers, args.d_model, args.heads, args.vocab, args.seq_len)
+    model = GPT(args.layers, args.d_model, args.heads, args.vocab, args.seq_len,
+                fused_attention=args.attention == "sdpa").to(device)
     optimizer = make_optimizer(model)
+
+    def finish_device_work():
+        if on_gpu:
+            torch.cuda.synchronize(device)
 
     step_times, losses = [], []
     for _ in range(args.steps):
-        window = torch.randint(0, args.vocab, (args.batch, args.seq_len + 1))
+        window = torch.randint(0, args.vocab, (args.batch, args.seq_len + 1), device=device)
+        finish_device_work()
         start = time.perf_counter()
         loss = model(window[:, :-1], window[:, 1:])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        finish_device_work()
         step_times.append(time.perf_counter() - start)
         losses.append(loss.item())
 
@@ -164,6 +206,10 @@ def main():
         "threads": torch.get_num_threads(),
         "openblas": blas,
         "torch_build": torch_build_summary(),
+        "device": torch.cuda.get_device_name(device) if on_gpu else "cpu",
+        "matmul": args.matmul if on_gpu else "fp32",
+        "attention": args.attention,
+        "bf16_peak_tflops": peak,
     }))
 
 

@@ -1,9 +1,13 @@
 #!/usr/bin/python3
-"""Single-rank benchmark (issue 2): trident against the sgemm peak and against PyTorch on the CPU.
+"""Single-rank benchmark (issues 2 and 8): trident against the GEMM peak and against PyTorch.
 
 For each config, trains with trident for a few steps, reads <run dir>/timeline.h5, then trains the
 same model with bench/pytorch_gpt2.py under the same thread count and OPENBLAS_CORETYPE, and prints
 one table row. Steps before --warmup are left out; times are medians.
+
+--device cuda runs trident's GPU build (build/cuda) and PyTorch on the same GPU with TF32 matrix
+products, as trident's GPU build computes; MFU is then against the bf16 GEMM peak that the
+PyTorch side measures on that GPU in the same run. The default config there is GPT-2 124M at T = 1024.
 """
 import argparse
 import json
@@ -22,7 +26,9 @@ REPO = Path(__file__).resolve().parent.parent
 CONFIGS = {
     "small": dict(layers=6, d_model=384, heads=6, vocab=4096, seq_len=256, batch=8),
     "gpt2": dict(layers=12, d_model=768, heads=12, vocab=50304, seq_len=256, batch=4),
+    "gpt2-1024": dict(layers=12, d_model=768, heads=12, vocab=50304, seq_len=1024, batch=8),
 }
+DEFAULT_CONFIGS = {"cpu": "small,gpt2", "cuda": "gpt2-1024"}
 
 FLOP_FORMULA = "FLOPs/step = 6*N_nonembedding*B*T + 6*V*C*B*T + 6*L*B*T^2*C"
 
@@ -143,7 +149,9 @@ def run_pytorch(args, cfg, env):
                "--heads", str(cfg["heads"]), "--vocab", str(cfg["vocab"]),
                "--seq-len", str(cfg["seq_len"]), "--batch", str(cfg["batch"]),
                "--steps", str(args.steps), "--warmup", str(args.warmup),
-               "--threads", str(args.threads)]
+               "--threads", str(args.threads), "--device", args.device]
+    if args.device == "cuda":
+        command += ["--matmul", "tf32", "--attention", args.torch_attention]
     output = run_checked("PyTorch reference", command, env)
     return json.loads(output.strip().splitlines()[-1])
 
@@ -160,8 +168,15 @@ def child_environment(args):
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default="small,gpt2",
-                        help=f"comma-separated, from: {', '.join(CONFIGS)} (default: all)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cpu (default): the cpu build against PyTorch on the CPU; cuda: the cuda "
+                             "build against PyTorch on the same GPU")
+    parser.add_argument("--configs", default=None,
+                        help=f"comma-separated, from: {', '.join(CONFIGS)} "
+                             f"(default: {DEFAULT_CONFIGS['cpu']} on cpu, {DEFAULT_CONFIGS['cuda']} on cuda)")
+    parser.add_argument("--torch-attention", choices=("explicit", "sdpa"), default="explicit",
+                        help="on cuda: PyTorch's attention, the explicit softmax that trident computes "
+                             "(default) or torch's fused SDPA")
     parser.add_argument("--steps", type=int, default=10, help="training steps per run (default 10)")
     parser.add_argument("--warmup", type=int, default=2,
                         help="leading steps left out of the median (default 2)")
@@ -170,13 +185,15 @@ def parse_args():
     parser.add_argument("--coretype", default=None,
                         help="OPENBLAS_CORETYPE for both sides, e.g. Haswell or SkylakeX "
                              "(default: the environment's, reported)")
-    parser.add_argument("--trident", type=Path, default=REPO / "build" / "cpu" / "src" / "trident")
+    parser.add_argument("--trident", type=Path, default=None,
+                        help="the executable (default: build/cpu/src/trident, or build/cuda/... on cuda)")
     parser.add_argument("--deck", type=Path, default=REPO / "input_decks" / "small.toml",
                         help="base deck; every key that matters is overridden with --set")
     parser.add_argument("--launcher", default="",
                         help='command put before trident, e.g. "mpirun -n 1" (default: none)')
     args = parser.parse_args()
-    args.configs = args.configs.split(",")
+    args.configs = (args.configs or DEFAULT_CONFIGS[args.device]).split(",")
+    args.trident = args.trident or REPO / "build" / args.device / "src" / "trident"
     unknown = [c for c in args.configs if c not in CONFIGS]
     if unknown:
         parser.error(f"unknown config {', '.join(unknown)}; valid: {', '.join(CONFIGS)}")
@@ -185,8 +202,8 @@ def parse_args():
     if args.threads < 1:
         parser.error("--threads must be at least 1")
     if not args.trident.is_file():
-        parser.error(f"no trident executable at {args.trident}; build it "
-                     "(cmake --preset cpu && cmake --build --preset cpu) or pass --trident PATH")
+        parser.error(f"no trident executable at {args.trident}; build it (cmake --preset "
+                     f"{args.device} && cmake --build --preset {args.device}) or pass --trident PATH")
     if not args.deck.is_file():
         parser.error(f"no deck at {args.deck}; pass --deck PATH (any valid deck: the benchmark "
                      "overrides every key that shapes a step)")
@@ -201,13 +218,18 @@ def bench_config(args, name, env):
     flops = flops_per_step(cfg)
     gflops = flops / trident["seconds"] / 1e9
     tokens_per_s = cfg["batch"] * cfg["seq_len"] / trident["seconds"]
+    # The MFU reference: trident's own sgemm peak on the CPU, the bf16 peak PyTorch measured on the GPU.
+    peak_gflops = (trident["gemm_peak_gflops"] if args.device == "cpu"
+                   else 1e3 * reference["bf16_peak_tflops"])
     row = [name, f"{1e3 * trident['seconds']:.1f}", f"{tokens_per_s:.0f}", f"{gflops:.1f}",
-           f"{100 * gflops / trident['gemm_peak_gflops']:.1f}%",
+           f"{100 * gflops / peak_gflops:.1f}%",
            f"{reference['ms_per_step']:.1f}", f"{reference['tokens_per_s']:.0f}",
            f"{tokens_per_s / reference['tokens_per_s']:.2f}"]
     note = (f"{name}: L={cfg['layers']} C={cfg['d_model']} heads={cfg['heads']} V={cfg['vocab']} "
             f"T={cfg['seq_len']} B={cfg['batch']}; N_nonembedding={nonembedding_parameters(cfg)}; "
-            f"FLOPs/step={flops / 1e9:.2f} G; sgemm peak {trident['gemm_peak_gflops']:.1f} GFLOP/s")
+            f"FLOPs/step={flops / 1e9:.2f} G; trident's fp32 GEMM peak {trident['gemm_peak_gflops']:.1f} GFLOP/s")
+    if args.device == "cuda":
+        note += f"; bf16 GEMM peak (PyTorch, n=8192) {peak_gflops:.1f} GFLOP/s"
     if trident["reported_flops"]:
         note += f"; trident's own FLOPs/step {trident['reported_flops'] / 1e9:.2f} G"
         if abs(trident["reported_flops"] / flops - 1) > 0.01:
@@ -215,10 +237,14 @@ def bench_config(args, name, env):
     if trident["reported_gflops"]:
         note += f", its GFLOP/s {trident['reported_gflops']:.1f}"
     blas = reference["openblas"]
-    torch_side = (f"torch {reference['torch_version']}, {reference['threads']} threads, "
-                  + (f"OpenBLAS core {blas['core']}, {blas['threads']} BLAS threads" if blas
-                     else "BLAS not OpenBLAS")
-                  + f" ({reference['torch_build']})")
+    if args.device == "cuda":
+        torch_side = (f"torch {reference['torch_version']} on {reference['device']}, "
+                      f"{reference['matmul']} matmul, {reference['attention']} attention, eager")
+    else:
+        torch_side = (f"torch {reference['torch_version']}, {reference['threads']} threads, "
+                      + (f"OpenBLAS core {blas['core']}, {blas['threads']} BLAS threads" if blas
+                         else "BLAS not OpenBLAS")
+                      + f" ({reference['torch_build']})")
     return row, note, trident["blas"], torch_side
 
 
@@ -238,7 +264,9 @@ def main():
           f"CPU {cpu_model()}")
     print(f"trident BLAS: {' / '.join(sorted(set(trident_blas)))}")
     print(f"PyTorch: {' / '.join(sorted(set(torch_sides)))}")
-    print(f"{FLOP_FORMULA}; MFU = GFLOP/s / sgemm peak measured by trident at start-up; "
+    reference = ("sgemm peak measured by trident at start-up" if args.device == "cpu"
+                 else "bf16 GEMM peak measured by PyTorch on the same GPU")
+    print(f"{FLOP_FORMULA}; MFU = GFLOP/s / {reference}; "
           f"medians over steps {args.warmup + 1}..{args.steps}")
     header = ["config", "ms/step", "tokens/s", "GFLOP/s", "MFU", "torch ms/step", "torch tokens/s",
               "trident/torch"]

@@ -15,6 +15,9 @@
 #include "plan/report.hpp"
 #include "schedule/schedule_report.hpp"
 #include "train/trainer.hpp"
+#ifdef KOKKOS_ENABLE_CUDA
+#include "gpu/device_selection.hpp"
+#endif
 
 namespace trident {
 
@@ -81,6 +84,23 @@ std::string schedule_summary(const Deck& deck, const Schedule& schedule) {
   return text + ")";
 }
 
+// Runs `body` with Kokkos initialised on this rank and returns its exit code. On the GPU build each
+// rank first takes the GPU of its node-local rank; a node with more ranks than GPUs is a launch
+// error (exit 2 on every rank, before Kokkos starts).
+template <class Body>
+int with_kokkos(int& argc, char** argv, Body&& body) {
+#ifdef KOKKOS_ENABLE_CUDA
+  int device = 0;
+  const int code = collectively(MPI_COMM_WORLD, [&] { device = select_device(MPI_COMM_WORLD); });
+  if (code != kExitOk) return code;
+  (void)argc, (void)argv;  // Kokkos' own --kokkos-* options would fight the device chosen here
+  Kokkos::ScopeGuard kokkos(Kokkos::InitializationSettings().set_device_id(device));
+#else
+  Kokkos::ScopeGuard kokkos(argc, argv);
+#endif
+  return body();
+}
+
 }  // namespace
 
 int check_command(const CliArgs& args) {
@@ -123,18 +143,16 @@ int plan_command(const CliArgs& args) {
 int run_command(const CliArgs& args, int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  int code = kExitOk;
-  {
-    Kokkos::ScopeGuard kokkos(argc, argv);
+  const int code = with_kokkos(argc, argv, [&] {
     std::unique_ptr<Trainer> trainer;
-    code = collectively(MPI_COMM_WORLD, [&] {
+    int result = collectively(MPI_COMM_WORLD, [&] {
       const Deck deck = load_deck(args.deck_path, args.overrides);
       trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout);
     });
     int outcome = kExitOk;
-    if (code == kExitOk) code = or_abort(MPI_COMM_WORLD, [&] { outcome = trainer->run(); });
-    if (code == kExitOk) code = outcome;
-  }
+    if (result == kExitOk) result = or_abort(MPI_COMM_WORLD, [&] { outcome = trainer->run(); });
+    return result == kExitOk ? outcome : result;
+  });
   MPI_Finalize();
   return code;
 }

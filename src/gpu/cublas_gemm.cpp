@@ -4,6 +4,14 @@
 
 namespace trident {
 
+namespace {
+
+cublasComputeType_t compute_type(GemmMath math) {
+  return math == GemmMath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+}  // namespace
+
 CublasGemm::CublasGemm(cudaStream_t stream) {
   TRIDENT_GPU_CHECK(cublasCreate(&handle_));
   TRIDENT_GPU_CHECK(cublasSetStream(handle_, stream));
@@ -13,8 +21,7 @@ CublasGemm::~CublasGemm() { cublasDestroy(handle_); }
 
 void CublasGemm::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                       const float* b, int ldb, float beta, float* c, int ldc, GemmMath math) {
-  gemm_ex(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_32F, beta, c, ldc,
-          math == GemmMath::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+  gemm_ex(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_32F, beta, c, ldc, compute_type(math));
 }
 
 void CublasGemm::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const __nv_bfloat16* a, int lda,
@@ -30,6 +37,16 @@ void CublasGemm::gemm_ex(bool trans_a, bool trans_b, int m, int n, int k, float 
   TRIDENT_GPU_CHECK(cublasGemmEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n,
                                  m, k, &alpha, b, input_type, ldb, a, input_type, lda, &beta, c, CUDA_R_32F, ldc,
                                  compute, CUBLAS_GEMM_DEFAULT));
+}
+
+void CublasGemm::gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                                      int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
+                                      float* c, int ldc, long stride_c, int batches, GemmMath math) {
+  // Operands swap places as in gemm_ex.
+  TRIDENT_GPU_CHECK(cublasGemmStridedBatchedEx(
+      handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
+      CUDA_R_32F, ldb, stride_b, a, CUDA_R_32F, lda, stride_a, &beta, c, CUDA_R_32F, ldc, stride_c, batches,
+      compute_type(math), CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace trident

@@ -27,6 +27,10 @@ class CublasGemm {
             int ldb, float beta, float* c, int ldc, GemmMath math = GemmMath::tf32);
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const __nv_bfloat16* a, int lda,
             const __nv_bfloat16* b, int ldb, float beta, float* c, int ldc);
+  // `batches` products; product i reads a + i·stride_a, b + i·stride_b and writes c + i·stride_c.
+  void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                            long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
+                            long stride_c, int batches, GemmMath math = GemmMath::tf32);
 
  private:
   void gemm_ex(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda, const void* b,

@@ -4,10 +4,31 @@
 #include <vector>
 
 #include "comm/mpi_comm.hpp"
+#include "kernels/device.hpp"
+#ifdef KOKKOS_ENABLE_CUDA
+#include "comm/host_staged_comm.hpp"
+#include "comm/nccl_comm.hpp"
+#endif
 
 namespace trident {
 
 namespace {
+
+// The Comm of one group (`split` holds its ranks). The CPU build talks MPI on every axis. The GPU
+// build runs the collectives of tp, dp and the embedding group on NCCL, after the kernels queued so
+// far; the pipeline's point-to-point messages go through MPI on host copies: the executor posts its
+// receives ahead, which NCCL's in-order matching without tags would turn into a deadlock.
+enum class Traffic { collectives, point_to_point };
+
+std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic) {
+#ifdef KOKKOS_ENABLE_CUDA
+  if (traffic == Traffic::point_to_point) return make_host_staged_comm(make_mpi_comm(split));
+  return make_nccl_comm(split, ExecSpace().cuda_stream());
+#else
+  (void)traffic;
+  return make_mpi_comm(split);
+#endif
+}
 
 // The group of `world_rank` along `axis`: split by the group's first member, ordered by coordinate.
 std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const ParallelConfig& config) {
@@ -15,7 +36,7 @@ std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const
   if (group.size() == 1) return make_local_comm();
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, group.front(), coordinate(rank_to_coords(world_rank, config), axis), &split);
-  auto comm = make_mpi_comm(split);
+  auto comm = group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives);
   MPI_Comm_free(&split);
   return comm;
 }
@@ -29,7 +50,7 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, color, grid.coords.pp, &split);
   if (!member) return make_local_comm();
-  auto comm = make_mpi_comm(split);
+  auto comm = group_comm(split, Traffic::collectives);
   MPI_Comm_free(&split);
   return comm;
 }

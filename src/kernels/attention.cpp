@@ -9,13 +9,18 @@ namespace trident {
 
 namespace {
 
-// Where one (b, h) pair's matrices start; rows of q, k, v are 3C apart, rows of out C apart.
-struct Head {
+// Where sequence b's matrices start (head 0), and the distances between its heads: rows of q, k, v
+// are 3C apart and rows of out C apart, with head h hd columns further; each head has its own T × T
+// probabilities. The H heads of a sequence are therefore one strided batch of products.
+struct Sequence {
   long qkv, out, probs;
-  Head(int b, int h, int T, int C, int H)
-      : qkv(static_cast<long>(b) * T * 3 * C + static_cast<long>(h) * (C / H)),
-        out(static_cast<long>(b) * T * C + static_cast<long>(h) * (C / H)),
-        probs((static_cast<long>(b) * H + h) * T * T) {}
+  long head_columns, head_probs;
+  Sequence(int b, int T, int C, int H)
+      : qkv(static_cast<long>(b) * T * 3 * C),
+        out(static_cast<long>(b) * T * C),
+        probs(static_cast<long>(b) * H * T * T),
+        head_columns(C / H),
+        head_probs(static_cast<long>(T) * T) {}
 };
 
 }  // namespace
@@ -23,42 +28,44 @@ struct Head {
 void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H) {
   const int hd = C / H, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h) {
-      const Head at(b, h, T, C, H);
-      const float* q = qkv + at.qkv;
-      gemm(false, true, T, T, hd, scale, q, ld, q + C, ld, 0.0f, probs + at.probs, T);  // S = scale·Q·Kᵀ
-    }
+  for (int b = 0; b < B; ++b) {
+    const Sequence at(b, T, C, H);
+    const float* q = qkv + at.qkv;
+    gemm_strided_batched(false, true, T, T, hd, scale, q, ld, at.head_columns, q + C, ld, at.head_columns, 0.0f,
+                         probs + at.probs, T, at.head_probs, H);  // S = scale·Q·Kᵀ
+  }
   causal_softmax_forward(probs, B * H, T);
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h) {
-      const Head at(b, h, T, C, H);
-      const float* v = qkv + at.qkv + 2 * C;
-      gemm(false, false, T, hd, T, 1.0f, probs + at.probs, T, v, ld, 0.0f, out + at.out, C);  // O = P·V
-    }
+  for (int b = 0; b < B; ++b) {
+    const Sequence at(b, T, C, H);
+    const float* v = qkv + at.qkv + 2 * C;
+    gemm_strided_batched(false, false, T, hd, T, 1.0f, probs + at.probs, T, at.head_probs, v, ld, at.head_columns,
+                         0.0f, out + at.out, C, at.head_columns, H);  // O = P·V
+  }
 }
 
 void attention_backward(float* dqkv, float* dprobs, const float* dout, const float* qkv, const float* probs,
                         int B, int T, int C, int H) {
   const int hd = C / H, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h) {
-      const Head at(b, h, T, C, H);
-      const float* v = qkv + at.qkv + 2 * C;
-      const float* d_o = dout + at.out;
-      gemm(false, true, T, T, hd, 1.0f, d_o, C, v, ld, 0.0f, dprobs + at.probs, T);              // dP = dO·Vᵀ
-      gemm(true, false, T, hd, T, 1.0f, probs + at.probs, T, d_o, C, 0.0f, dqkv + at.qkv + 2 * C, ld);  // dV = Pᵀ·dO
-    }
+  for (int b = 0; b < B; ++b) {
+    const Sequence at(b, T, C, H);
+    const float* v = qkv + at.qkv + 2 * C;
+    const float* d_o = dout + at.out;
+    gemm_strided_batched(false, true, T, T, hd, 1.0f, d_o, C, at.head_columns, v, ld, at.head_columns, 0.0f,
+                         dprobs + at.probs, T, at.head_probs, H);  // dP = dO·Vᵀ
+    gemm_strided_batched(true, false, T, hd, T, 1.0f, probs + at.probs, T, at.head_probs, d_o, C, at.head_columns,
+                         0.0f, dqkv + at.qkv + 2 * C, ld, at.head_columns, H);  // dV = Pᵀ·dO
+  }
   causal_softmax_backward(dprobs, probs, B * H, T);
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h) {
-      const Head at(b, h, T, C, H);
-      const float* q = qkv + at.qkv;
-      const float* ds = dprobs + at.probs;
-      gemm(false, false, T, hd, T, scale, ds, T, q + C, ld, 0.0f, dqkv + at.qkv, ld);      // dQ = scale·dS·K
-      gemm(true, false, T, hd, T, scale, ds, T, q, ld, 0.0f, dqkv + at.qkv + C, ld);       // dK = scale·dSᵀ·Q
-    }
+  for (int b = 0; b < B; ++b) {
+    const Sequence at(b, T, C, H);
+    const float* q = qkv + at.qkv;
+    const float* ds = dprobs + at.probs;
+    gemm_strided_batched(false, false, T, hd, T, scale, ds, T, at.head_probs, q + C, ld, at.head_columns, 0.0f,
+                         dqkv + at.qkv, ld, at.head_columns, H);  // dQ = scale·dS·K
+    gemm_strided_batched(true, false, T, hd, T, scale, ds, T, at.head_probs, q, ld, at.head_columns, 0.0f,
+                         dqkv + at.qkv + C, ld, at.head_columns, H);  // dK = scale·dSᵀ·Q
+  }
 }
 
 }  // namespace trident

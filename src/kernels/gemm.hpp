@@ -1,5 +1,6 @@
-// The one place that chooses the matrix-multiply library: BLAS (cblas) on the CPU build.
-// Every matrix product of the model goes through gemm(); row-major throughout, as the tensors are.
+// Every matrix product of the model goes through this interface; the build chooses the library
+// behind it: BLAS (cblas, gemm_cblas.cpp) on the CPU build, cuBLAS (gemm_cublas.cpp) on the GPU
+// build. Row-major throughout, as the tensors are; pointers are device pointers (kernels/device.hpp).
 #pragma once
 
 #include <string>
@@ -11,15 +12,21 @@ namespace trident {
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
 
+// `batches` independent products of the shape above; product i reads a + i·stride_a and
+// b + i·stride_b and writes c + i·stride_c (strides in elements). Attention's heads are such a batch.
+void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                          long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
+                          long stride_c, int batches);
+
 struct BlasInfo {
-  std::string library;  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
-  std::string core;     // kernel family in use, e.g. "Haswell" or "SkylakeX"
+  std::string library;  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." or "cuBLAS 13.0.0, TF32 tensor cores"
+  std::string core;     // kernel family or device in use, e.g. "Haswell" or "NVIDIA H200 (sm_90)"
   int threads = 1;
 };
 BlasInfo blas_info();
 
-// Best GFLOP/s reached by a few square sgemm (n = 1024 … 2048) in about a second: the reference
-// that MFU is reported against.
+// Best GFLOP/s reached by a few square fp32 gemm() (n = 1024 … 2048) in about a second: the
+// reference that MFU is reported against.
 double measure_gemm_peak_gflops();
 
 }  // namespace trident

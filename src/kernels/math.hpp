@@ -5,6 +5,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <bit>
+#include <cstring>
 
 namespace trident::math {
 
@@ -15,6 +16,18 @@ using Kokkos::sqrt;
 using Kokkos::Experimental::log;
 using Kokkos::Experimental::sqrt;
 #endif
+
+// std::bit_cast for kernels: it is host-only under nvcc, where a memcpy (a register move) does it.
+template <class To, class From>
+KOKKOS_INLINE_FUNCTION To bit_cast(const From& from) {
+#ifdef __CUDA_ARCH__
+  To to;
+  memcpy(&to, &from, sizeof to);
+  return to;
+#else
+  return std::bit_cast<To>(from);
+#endif
+}
 
 // exp(x) to within 2 ulp, from arithmetic alone so that loops calling it vectorise (libm's expf
 // is an opaque call that keeps the GELU and softmax loops scalar). As Cephes' expf:
@@ -37,9 +50,9 @@ KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
   const float exp_r = p * r * r + r + 1.0f;
   // 2^n from n's bits in `shifted` (it is n + 1.5·2^23), selected in integers so nothing denormal
   // is computed even speculatively.
-  const int biased = std::bit_cast<int>(shifted) - std::bit_cast<int>(round_shift) + 127;
+  const int biased = bit_cast<int>(shifted) - bit_cast<int>(round_shift) + 127;
   const int scale = biased < 2 ? 0 : (biased > 254 ? 0x7F800000 : biased << 23);
-  return exp_r * std::bit_cast<float>(scale);
+  return exp_r * bit_cast<float>(scale);
 }
 
 }  // namespace trident::math

@@ -23,6 +23,7 @@
 #include "grid/process_grid.hpp"
 #include "io/run_dir.hpp"
 #include "io/timeline_writer.hpp"
+#include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
 #include "model/gpt.hpp"
 #include "pipeline/emulated_stage.hpp"
@@ -136,7 +137,12 @@ struct Trainer::State {
                                                    1.0f / static_cast<float>(d.tokens_per_step()), sync.hook())),
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())) {}
 
-  double now() const { return clock.now(); }
+  // A timestamp waits for the device work queued before it (a no-op on the CPU build), so that a GPU
+  // action's event spans its kernels rather than their launch.
+  double now() const {
+    Kokkos::fence();
+    return clock.now();
+  }
   [[noreturn]] void abort_job(const std::string& what) const {
     std::cerr << "trident: world rank " << grid.world_rank << " (tp " << grid.coords.tp << ", pp " << grid.coords.pp
               << ", dp " << grid.coords.dp << "): watchdog: " << what << ". Aborting the job." << std::endl;

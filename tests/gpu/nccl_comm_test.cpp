@@ -1,7 +1,7 @@
 // NcclComm on 1 and 2 ranks (one GPU each): every collective and ordered point-to-point messages,
 // against values each rank can compute. Skipped by name where there is no GPU, or fewer GPUs on the
 // node than ranks (NCCL needs a GPU per rank).
-#include "gpu/nccl_comm.hpp"
+#include "comm/nccl_comm.hpp"
 
 #include <gtest/gtest.h>
 #include <mpi.h>

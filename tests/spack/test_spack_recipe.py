@@ -275,7 +275,6 @@ def check_recipe(source, declared):
     has("mpi", r"mpi")
     has("hdf5+mpi", r"hdf5(@[^+~]*)?\+mpi")
     has("kokkos@4:", r"kokkos@4(\.[\d.]+)?:")
-    has("kokkos-kernels", r"kokkos-kernels(@.*)?")
     has("tomlplusplus", r"tomlplusplus(@.*)?")
     has("blas", r"blas")
     has("cmake@3.20: (type build)", r"cmake@3\.2\d?:", types={"build"})
@@ -283,7 +282,7 @@ def check_recipe(source, declared):
         when_words=lambda w: w <= {"+tests"}, types={"test"})
     has("cuda when +cuda", r"cuda(@.*)?", when_words=lambda w: "+cuda" in w)
     has("nccl when +cuda", r"nccl(@.*)?", when_words=lambda w: "+cuda" in w)
-    for dep in ("kokkos+cuda", "kokkos-kernels+cuda", "nccl"):
+    for dep in ("kokkos+cuda", "nccl"):
         has(f"{dep} cuda_arch=... forwarded for every CudaPackage.cuda_arch_values",
             re.escape(dep) + r"cuda_arch=\{\w+\}", when_words=lambda w: "+cuda" in w, loop=True)
     return problems
@@ -353,7 +352,6 @@ def _doctor(source, old, new):
     ('depends_on("mpi")', "", "missing dependency: mpi"),
     ('depends_on("hdf5+mpi")', 'depends_on("hdf5")', "missing dependency: hdf5+mpi"),
     ('depends_on("kokkos@4:")', 'depends_on("kokkos")', "missing dependency: kokkos@4:"),
-    ('depends_on("kokkos-kernels")', "", "missing dependency: kokkos-kernels"),
     ('depends_on("tomlplusplus")', 'depends_on("toml11")', "missing dependency: tomlplusplus"),
     ('depends_on("blas")', "", "missing dependency: blas"),
     ('type=("build", "test")', 'type="build"', "missing dependency: googletest"),
@@ -361,7 +359,7 @@ def _doctor(source, old, new):
     ('depends_on(f"kokkos+cuda cuda_arch={arch}"', 'depends_on(f"kokkos+cuda cuda_arch=90"',
      "missing dependency: kokkos+cuda cuda_arch"),
     ("for arch in CudaPackage.cuda_arch_values", "for arch in ('90',)",
-     "missing dependency: kokkos-kernels+cuda cuda_arch"),
+     "missing dependency: nccl cuda_arch"),
     ("(CMakePackage, CudaPackage)", "(CMakePackage)", "does not derive from CudaPackage"),
     ("from spack_repo.builtin.build_systems.cmake import", "from spack.build_systems.cmake import",
      "CMakePackage must come from"),

@@ -11,9 +11,8 @@ from spack.package import *
 class Trident(CMakePackage, CudaPackage):
     """trident trains GPT-style transformers with 3D parallelism (tensor x pipeline x data) as
     one MPI program: a TOML input deck in, a run directory with an HDF5 timeline (steps, events,
-    checkpoints) out. C++20 with Kokkos + KokkosKernels kernels, BLAS GEMMs and parallel HDF5.
-    The GPU backend (+cuda: Kokkos CUDA, cuBLAS, NCCL) is not implemented yet: trident's CMake
-    stops with a message when it is enabled."""
+    checkpoints) out. C++20 with Kokkos kernels, BLAS GEMMs and parallel HDF5; +cuda builds the
+    GPU backend (Kokkos CUDA, cuBLAS GEMMs, NCCL collectives)."""
 
     # trident has no public repository (and no homepage) yet, so `git` is a placeholder: a site
     # points it at its clone in packages.yaml (trident: package_attributes: git: <URL or path>)
@@ -27,7 +26,7 @@ class Trident(CMakePackage, CudaPackage):
     # Kokkos takes exactly one CUDA architecture, so trident does too (as the kokkos recipe does).
     variant(
         "cuda_arch",
-        description="CUDA architecture (one; forwarded to kokkos, kokkos-kernels and nccl)",
+        description="CUDA architecture (one; forwarded to kokkos and nccl)",
         values=("none",) + CudaPackage.cuda_arch_values,
         default="none",
         multi=False,
@@ -42,9 +41,8 @@ class Trident(CMakePackage, CudaPackage):
 
     depends_on("mpi")
     depends_on("hdf5+mpi")
-    # Checked with Kokkos + KokkosKernels 4.6.1 (Serial backend).
+    # Checked with Kokkos 4.6.1 (Serial backend) and a 4.6.99 snapshot with CUDA 13 (compiled only).
     depends_on("kokkos@4:")
-    depends_on("kokkos-kernels")
     depends_on("tomlplusplus")
     # cmake/TridentBlas.cmake needs cblas.h and prefers OpenBLAS (BLA_VENDOR defaults to OpenBLAS).
     depends_on("blas")
@@ -54,10 +52,11 @@ class Trident(CMakePackage, CudaPackage):
     with when("+cuda"):
         depends_on("cuda")
         depends_on("nccl")
+        # The kernels are device lambdas (KOKKOS_LAMBDA), always enabled from Kokkos 4.1 on.
+        depends_on("kokkos@4.1:")
     # The one cuda_arch is forwarded to every CUDA dependency.
     for arch in CudaPackage.cuda_arch_values:
         depends_on(f"kokkos+cuda cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
-        depends_on(f"kokkos-kernels+cuda cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
         depends_on(f"nccl cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
 
     def cmake_args(self):

@@ -1,4 +1,4 @@
-#include "gpu/nccl_comm.hpp"
+#include "comm/nccl_comm.hpp"
 
 #include <nccl.h>
 

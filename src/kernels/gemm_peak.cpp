@@ -1,27 +1,10 @@
-#include "kernels/gemm.hpp"
-
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 
 #include "kernels/device.hpp"
+#include "kernels/gemm.hpp"
 
 namespace trident {
-
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-BlasInfo blas_info() {
-#ifdef TRIDENT_HAVE_OPENBLAS
-  return {openblas_get_config(), openblas_get_corename(), openblas_get_num_threads()};
-#else
-  return {"unknown", "unknown", 1};
-#endif
-}
 
 double measure_gemm_peak_gflops() {
   using Clock = std::chrono::steady_clock;

@@ -2,8 +2,8 @@
 
 #include <cfloat>
 
-#include "kernels/device.hpp"
 #include "kernels/math.hpp"
+#include "kernels/row_teams.hpp"
 
 namespace trident {
 
@@ -14,79 +14,67 @@ struct RowSoftmax {
 };
 
 // Replaces row[0, n) by exp(row − max(row)); returns that max and the sum of the exponentials.
-KOKKOS_INLINE_FUNCTION RowSoftmax exponentiate(float* row, int n) {
-  float largest = -FLT_MAX;
-#pragma omp simd reduction(max : largest)
-  for (int v = 0; v < n; ++v) largest = row[v] > largest ? row[v] : largest;
-  float exp_sum = 0.0f;
-#pragma omp simd reduction(+ : exp_sum)
-  for (int v = 0; v < n; ++v) {
-    row[v] = math::fast_exp(row[v] - largest);
-    exp_sum += row[v];
-  }
+// Every thread of the team must have read what it needs of the row's logits before the call: the
+// first reduction inside orders those reads before the writes.
+KOKKOS_INLINE_FUNCTION RowSoftmax exponentiate(const RowTeam& team, float* row, int n) {
+  const float largest = row_max(team, n, [&](int v) { return row[v]; });
+  const float exp_sum = row_sum(team, n, [&](int v) { return row[v] = math::fast_exp(row[v] - largest); });
   return {largest, exp_sum};
 }
 
-KOKKOS_INLINE_FUNCTION void scale(float* row, int n, float factor) {
-#pragma omp simd
-  for (int v = 0; v < n; ++v) row[v] *= factor;
+// row[v] ← row[v] · factor − [v = target]: the softmax's gradient, d loss / d logits.
+KOKKOS_INLINE_FUNCTION void scale_minus_onehot(const RowTeam& team, float* row, int n, float factor, int target) {
+  row_for(team, 0, n, [&](int v) { row[v] = row[v] * factor - (v == target ? 1.0f : 0.0f); });
 }
 
 }  // namespace
 
 double softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V) {
   // Each row is finished while it is still in cache, which the two-pass shard version cannot do.
-  double loss_sum = 0.0;
-  Kokkos::parallel_reduce(
-      "softmax_cross_entropy", Kokkos::RangePolicy<ExecSpace>(0, rows),
-      KOKKOS_LAMBDA(int r, double& sum) {
-        float* row = logits + static_cast<long>(r) * V;
-        const float target_logit = row[targets[r]];
-        const RowSoftmax softmax = exponentiate(row, V);
-        scale(row, V, 1.0f / softmax.exp_sum);
-        row[targets[r]] -= 1.0f;
-        losses[r] = math::log(softmax.exp_sum) - (target_logit - softmax.max);
-        sum += losses[r];
-      },
-      loss_sum);
-  return loss_sum;
+  return sum_over_rows("softmax_cross_entropy", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+    float* row = logits + static_cast<long>(r) * V;
+    const float target_logit = row[targets[r]];
+    const RowSoftmax softmax = exponentiate(team, row, V);
+    scale_minus_onehot(team, row, V, 1.0f / softmax.exp_sum, targets[r]);
+    const float loss = math::log(softmax.exp_sum) - (target_logit - softmax.max);
+    once_per_row(team, [&] { losses[r] = loss; });
+    return static_cast<double>(loss);
+  });
 }
 
 void softmax_shard_statistics(float* logits, float* stats, const int* targets, int rows, int columns, int ld,
                               int first) {
-  Kokkos::parallel_for("softmax_shard_statistics", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(int r) {
+  for_each_row("softmax_shard_statistics", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     float* row = logits + static_cast<long>(r) * ld;
     const int target = targets[r] - first;
-    stats[2 * rows + r] = target >= 0 && target < columns ? row[target] : 0.0f;
-    const RowSoftmax softmax = exponentiate(row, columns);
-    stats[r] = softmax.max;
-    stats[rows + r] = softmax.exp_sum;
+    const float target_logit = target >= 0 && target < columns ? row[target] : 0.0f;
+    const RowSoftmax softmax = exponentiate(team, row, columns);
+    once_per_row(team, [&] {
+      stats[r] = softmax.max;
+      stats[rows + r] = softmax.exp_sum;
+      stats[2 * rows + r] = target_logit;
+    });
   });
 }
 
 double softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
                             const int* targets, int rows, int columns, int ld, int first) {
-  double loss_sum = 0.0;
-  Kokkos::parallel_reduce(
-      "softmax_shard_finish", Kokkos::RangePolicy<ExecSpace>(0, rows),
-      KOKKOS_LAMBDA(int r, double& sum) {
-        auto shard_max = [&](int s) { return all_stats[3L * s * rows + r]; };
-        auto shard_exp_sum = [&](int s) { return all_stats[3L * s * rows + rows + r]; };
-        float max = -FLT_MAX, exp_sum = 0.0f, target_logit = 0.0f;
-        for (int s = 0; s < shards; ++s) max = shard_max(s) > max ? shard_max(s) : max;
-        for (int s = 0; s < shards; ++s) {
-          exp_sum += shard_exp_sum(s) * math::fast_exp(shard_max(s) - max);
-          target_logit += all_stats[3L * s * rows + 2 * rows + r];  // only the target's shard adds a non-zero
-        }
-        float* row = logits + static_cast<long>(r) * ld;
-        scale(row, columns, math::fast_exp(shard_max(shard) - max) / exp_sum);
-        const int target = targets[r] - first;
-        if (target >= 0 && target < columns) row[target] -= 1.0f;
-        losses[r] = math::log(exp_sum) - (target_logit - max);
-        sum += losses[r];
-      },
-      loss_sum);
-  return loss_sum;
+  return sum_over_rows("softmax_shard_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+    // A few shards: every thread of the team combines them itself.
+    auto shard_max = [&](int s) { return all_stats[3L * s * rows + r]; };
+    auto shard_exp_sum = [&](int s) { return all_stats[3L * s * rows + rows + r]; };
+    float max = -FLT_MAX, exp_sum = 0.0f, target_logit = 0.0f;
+    for (int s = 0; s < shards; ++s) max = shard_max(s) > max ? shard_max(s) : max;
+    for (int s = 0; s < shards; ++s) {
+      exp_sum += shard_exp_sum(s) * math::fast_exp(shard_max(s) - max);
+      target_logit += all_stats[3L * s * rows + 2 * rows + r];  // only the target's shard adds a non-zero
+    }
+    float* row = logits + static_cast<long>(r) * ld;
+    scale_minus_onehot(team, row, columns, math::fast_exp(shard_max(shard) - max) / exp_sum, targets[r] - first);
+    const float loss = math::log(exp_sum) - (target_logit - max);
+    once_per_row(team, [&] { losses[r] = loss; });
+    return static_cast<double>(loss);
+  });
 }
 
 }  // namespace trident

@@ -1,7 +1,8 @@
 #include "kernels/encoder.hpp"
 
-#include "kernels/column_blocks.hpp"
+#include "kernels/column_sums.hpp"
 #include "kernels/device.hpp"
+#include "kernels/row_teams.hpp"
 
 namespace trident {
 
@@ -26,28 +27,27 @@ KOKKOS_INLINE_FUNCTION Float* token_row(Float* wte, int token, int vocab_first, 
 
 void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_first, int vocab_rows,
                      const float* wpe, int B, int T, int C) {
-  Kokkos::parallel_for("encoder_forward", Kokkos::RangePolicy<ExecSpace>(0, B * T), KOKKOS_LAMBDA(int bt) {
+  for_each_row("encoder_forward", B * T, KOKKOS_LAMBDA(const RowTeam& team, int bt) {
     const float* token = token_row(wte, tokens[bt], vocab_first, vocab_rows, C);
     const float* position = wpe ? wpe + static_cast<long>(bt % T) * C : nullptr;
     float* out_row = out + static_cast<long>(bt) * C;
-    for (int c = 0; c < C; ++c) out_row[c] = (token ? token[c] : 0.0f) + (position ? position[c] : 0.0f);
+    row_for(team, 0, C, [&](int c) { out_row[c] = (token ? token[c] : 0.0f) + (position ? position[c] : 0.0f); });
   });
 }
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_first,
                       int vocab_rows, int B, int T, int C) {
-  // A token may repeat within the batch, so rows of dwte cannot be split across iterations;
-  // columns can.
-  for_each_column_block(C, "encoder_backward", KOKKOS_LAMBDA(int first, int end) {
-    for (int bt = 0; bt < B * T; ++bt) {
-      const float* d = dout + static_cast<long>(bt) * C;
-      float* token_grad = token_row(dwte, tokens[bt], vocab_first, vocab_rows, C);
-      float* position_grad = dwpe + static_cast<long>(bt % T) * C;
-      if (token_grad)
-        for (int c = first; c < end; ++c) token_grad[c] += d[c];
-      for (int c = first; c < end; ++c) position_grad[c] += d[c];
-    }
-  });
+  // A token may repeat within the batch: its rows of dout all add into one row of dwte.
+  add_rows_into<2>(
+      "encoder_backward", B * T, C,
+      KOKKOS_LAMBDA(int bt) {
+        return Destinations<2>{token_row(dwte, tokens[bt], vocab_first, vocab_rows, C),
+                               dwpe + static_cast<long>(bt % T) * C};
+      },
+      KOKKOS_LAMBDA(int bt, int c) {
+        const float d = dout[static_cast<long>(bt) * C + c];
+        return Terms<2>{d, d};
+      });
 }
 
 }  // namespace trident

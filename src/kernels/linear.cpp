@@ -1,27 +1,24 @@
 #include "kernels/linear.hpp"
 
-#include "kernels/column_blocks.hpp"
-#include "kernels/device.hpp"
+#include "kernels/column_sums.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/row_teams.hpp"
 
 namespace trident {
 
 namespace {
 
 void fill_rows_with_bias(float* y, const float* bias, int rows, int out) {
-  Kokkos::parallel_for("fill_rows_with_bias", Kokkos::RangePolicy<ExecSpace>(0, rows), KOKKOS_LAMBDA(int r) {
+  for_each_row("fill_rows_with_bias", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     float* y_row = y + static_cast<long>(r) * out;
-    for (int o = 0; o < out; ++o) y_row[o] = bias[o];
+    row_for(team, 0, out, [&](int o) { y_row[o] = bias[o]; });
   });
 }
 
 void accumulate_column_sums(float* sums, const float* a, int rows, int columns) {
-  for_each_column_block(columns, "bias_grad", KOKKOS_LAMBDA(int first, int end) {
-    for (int r = 0; r < rows; ++r) {
-      const float* a_row = a + static_cast<long>(r) * columns;
-      for (int c = first; c < end; ++c) sums[c] += a_row[c];
-    }
-  });
+  add_rows_into<1>(
+      "bias_grad", rows, columns, KOKKOS_LAMBDA(int) { return Destinations<1>{sums}; },
+      KOKKOS_LAMBDA(int r, int c) { return Terms<1>{a[static_cast<long>(r) * columns + c]}; });
 }
 
 }  // namespace

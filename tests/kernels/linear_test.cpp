@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gradient_check.hpp"
-#include "kernels/column_blocks.hpp"
+#include "kernels/column_sums.hpp"
 
 namespace trident {
 namespace {

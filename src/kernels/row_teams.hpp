@@ -1,0 +1,94 @@
+// Kernels that work row by row (LayerNorm, softmax, cross-entropy) are written once against these
+// helpers: one team per row. On the CPU build a team is one thread and the helpers are plain loops
+// that the compiler vectorises; on the GPU build the team's threads split the row's columns, so
+// that neighbouring threads read neighbouring elements, and combine their partial sums and maxima.
+#pragma once
+
+#include <cfloat>
+
+#include "kernels/device.hpp"
+
+namespace trident {
+
+using RowTeam = Kokkos::TeamPolicy<ExecSpace>::member_type;
+
+#ifdef KOKKOS_ENABLE_CUDA
+inline constexpr int kRowTeamThreads = 256;
+#else
+inline constexpr int kRowTeamThreads = 1;  // the helpers' host loops assume a team of one
+#endif
+
+// body(team, r) for every row r < rows.
+template <class Body>
+void for_each_row(const char* label, int rows, const Body& body) {
+  Kokkos::parallel_for(label, Kokkos::TeamPolicy<ExecSpace>(rows, kRowTeamThreads),
+                       KOKKOS_LAMBDA(const RowTeam& team) { body(team, team.league_rank()); });
+}
+
+// Σ_r body(team, r): body returns its row's contribution, the same on every thread of the team.
+template <class Body>
+double sum_over_rows(const char* label, int rows, const Body& body) {
+  double total = 0.0;
+  Kokkos::parallel_reduce(
+      label, Kokkos::TeamPolicy<ExecSpace>(rows, kRowTeamThreads),
+      KOKKOS_LAMBDA(const RowTeam& team, double& sum) {
+        const double row_value = body(team, team.league_rank());
+        if (team.team_rank() == 0) sum += row_value;
+      },
+      total);
+  return total;
+}
+
+// Σ_{i<n} f(i), on every thread of the team.
+template <class F>
+KOKKOS_INLINE_FUNCTION float row_sum(const RowTeam& team, int n, const F& f) {
+  float sum = 0.0f;
+#ifdef __CUDA_ARCH__
+  Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, n), [&](int i, float& partial) { partial += f(i); }, sum);
+#else
+  (void)team;
+#pragma omp simd reduction(+ : sum)
+  for (int i = 0; i < n; ++i) sum += f(i);
+#endif
+  return sum;
+}
+
+// max_{i<n} f(i) (−FLT_MAX when n = 0), on every thread of the team.
+template <class F>
+KOKKOS_INLINE_FUNCTION float row_max(const RowTeam& team, int n, const F& f) {
+  float largest = -FLT_MAX;
+#ifdef __CUDA_ARCH__
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(team, n),
+      [&](int i, float& partial) {
+        const float value = f(i);
+        partial = value > partial ? value : partial;
+      },
+      Kokkos::Max<float>(largest));
+#else
+  (void)team;
+#pragma omp simd reduction(max : largest)
+  for (int i = 0; i < n; ++i) largest = f(i) > largest ? f(i) : largest;
+#endif
+  return largest;
+}
+
+// f(i) for i in [first, end), split across the team. An element written here may be read by
+// another thread of the team only after a reduction (row_sum, row_max) or team.team_barrier().
+template <class F>
+KOKKOS_INLINE_FUNCTION void row_for(const RowTeam& team, int first, int end, const F& f) {
+#ifdef __CUDA_ARCH__
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, end), f);
+#else
+  (void)team;
+  for (int i = first; i < end; ++i) f(i);
+#endif
+}
+
+// f() once per row (writes of per-row results).
+template <class F>
+KOKKOS_INLINE_FUNCTION void once_per_row(const RowTeam& team, const F& f) {
+  Kokkos::single(Kokkos::PerTeam(team), f);
+}
+
+}  // namespace trident

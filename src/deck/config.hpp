@@ -59,6 +59,11 @@ struct EmulateConfig {
 
 enum class LrDecay { cosine, linear, constant };
 
+// What the matrix products read: their inputs as stored (fp32), or rounded to TF32 (10-bit
+// significand) or bf16 (7-bit), always with fp32 accumulation; master weights, the optimizer and
+// every other kernel stay fp32. `automatic`: fp32 on the CPU build, TF32 on the GPU build.
+enum class MatmulPrecision { automatic, fp32, tf32, bf16 };
+
 struct TrainConfig {
   int steps = 10;
   std::uint64_t seed = 1234;
@@ -71,6 +76,7 @@ struct TrainConfig {
   double eps = 1e-8;
   double weight_decay = 0.1;  // applied to 2-D weights only
   double grad_clip = 1.0;     // global-norm clip; 0 = off
+  MatmulPrecision precision = MatmulPrecision::automatic;
 };
 
 enum class DataKind { bin, text, synthetic };

@@ -230,6 +230,11 @@ const std::vector<KeySpec>& deck_keys() {
       real("train", "eps", &Deck::train, &TrainConfig::eps, kPositive),
       real("train", "weight_decay", &Deck::train, &TrainConfig::weight_decay, kNonNegative),
       real("train", "grad_clip", &Deck::train, &TrainConfig::grad_clip, kNonNegative),
+      choice("train", "precision", &Deck::train, &TrainConfig::precision,
+             {{"auto", MatmulPrecision::automatic},
+              {"fp32", MatmulPrecision::fp32},
+              {"tf32", MatmulPrecision::tf32},
+              {"bf16", MatmulPrecision::bf16}}),
 
       choice("data", "kind", &Deck::data, &DataConfig::kind,
              {{"bin", DataKind::bin}, {"text", DataKind::text}, {"synthetic", DataKind::synthetic}}),

@@ -31,10 +31,15 @@ class CublasGemm {
   void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                             long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
                             long stride_c, int batches, GemmMath math = GemmMath::tf32);
+  void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const __nv_bfloat16* a,
+                            int lda, long stride_a, const __nv_bfloat16* b, int ldb, long stride_b, float beta,
+                            float* c, int ldc, long stride_c, int batches);
 
  private:
-  void gemm_ex(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda, const void* b,
-               int ldb, cudaDataType input_type, float beta, float* c, int ldc, cublasComputeType_t compute);
+  // Every public call: one cublasGemmEx, or a cublasGemmStridedBatchedEx for several products.
+  void products(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda, long stride_a,
+                const void* b, int ldb, long stride_b, cudaDataType input_type, float beta, float* c, int ldc,
+                long stride_c, int batches, cublasComputeType_t compute);
 
   cublasHandle_t handle_ = nullptr;
 };

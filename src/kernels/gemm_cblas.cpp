@@ -1,21 +1,48 @@
-// gemm.hpp on the CPU: BLAS through its C interface.
+// gemm.hpp on the CPU: BLAS through its C interface. TF32 and bf16 precisions are emulated: the
+// operands are rounded copies (kernels/matmul_precision.hpp), multiplied in fp32.
 #include <cblas.h>
 
 #include "kernels/gemm.hpp"
+#include "kernels/matmul_precision.hpp"
 
 namespace trident {
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
+namespace {
+
+void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+           int ldb, float beta, float* c, int ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The operands as the current precision reads them: themselves in fp32, else rounded copies.
+struct Operands {
+  const float* a;
+  const float* b;
+  Operands(bool trans_a, bool trans_b, int m, int n, int k, const float* a_in, int lda, long stride_a,
+           const float* b_in, int ldb, long stride_b, int batches)
+      : a(a_in), b(b_in) {
+    if (dropped_significand_bits(matmul_precision()) == 0) return;
+    a = rounded_operand(0, a_in, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a));
+    b = rounded_operand(1, b_in, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b));
+  }
+};
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc) {
+  const Operands in(trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
+  sgemm(trans_a, trans_b, m, n, k, alpha, in.a, lda, in.b, ldb, beta, c, ldc);
 }
 
 void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                           long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
                           long stride_c, int batches) {
+  const Operands in(trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, batches);
   for (int i = 0; i < batches; ++i)
-    gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+    sgemm(trans_a, trans_b, m, n, k, alpha, in.a + i * stride_a, lda, in.b + i * stride_b, ldb, beta, c + i * stride_c,
+          ldc);
 }
 
 BlasInfo blas_info() {

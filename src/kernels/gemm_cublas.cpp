@@ -1,6 +1,7 @@
 // gemm.hpp on the GPU: cuBLAS on the stream Kokkos' kernels run on, so products and kernels stay
-// in order without fences. fp32 operands are multiplied on the tensor cores in TF32 with fp32
-// accumulation (the precision contract of the GPU build).
+// in order without fences. The precision (kernels/matmul_precision.hpp): fp32 and TF32 are cuBLAS
+// compute types on the fp32 operands; bf16 multiplies bf16 copies of them, made on the same stream.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -8,12 +9,11 @@
 #include "gpu/cuda_check.hpp"
 #include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/matmul_precision.hpp"
 
 namespace trident {
 
 namespace {
-
-constexpr GemmMath kFp32Math = GemmMath::tf32;
 
 // One cuBLAS handle per process, made on first use and destroyed before Kokkos releases the device.
 CublasGemm& cublas() {
@@ -25,18 +25,44 @@ CublasGemm& cublas() {
   return *instance;
 }
 
+GemmMath fp32_math() { return matmul_precision() == MatmulPrecision::fp32 ? GemmMath::fp32 : GemmMath::tf32; }
+
+// x[0, n) rounded to bf16 (nearest, ties to even), in operand scratch `slot`.
+const __nv_bfloat16* bf16_operand(int slot, const float* x, long n) {
+  std::uint16_t* out = operand_scratch<std::uint16_t>(slot, n);
+  Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
+    out[i] = static_cast<std::uint16_t>(math::bit_cast<unsigned>(round_significand(x[i], 16)) >> 16);
+  });
+  return reinterpret_cast<const __nv_bfloat16*>(out);
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
-  cublas().gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, kFp32Math);
+  if (matmul_precision() != MatmulPrecision::bf16) {
+    cublas().gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, fp32_math());
+    return;
+  }
+  const __nv_bfloat16* a16 = bf16_operand(0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
+  const __nv_bfloat16* b16 = bf16_operand(1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
+  cublas().gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
 }
 
 void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                           long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
                           long stride_c, int batches) {
-  cublas().gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
-                                stride_c, batches, kFp32Math);
+  if (matmul_precision() != MatmulPrecision::bf16) {
+    cublas().gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                                  stride_c, batches, fp32_math());
+    return;
+  }
+  const __nv_bfloat16* a16 =
+      bf16_operand(0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a));
+  const __nv_bfloat16* b16 =
+      bf16_operand(1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b));
+  cublas().gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a16, lda, stride_a, b16, ldb, stride_b, beta, c, ldc,
+                                stride_c, batches);
 }
 
 BlasInfo blas_info() {
@@ -48,8 +74,7 @@ BlasInfo blas_info() {
   TRIDENT_GPU_CHECK(cudaGetDevice(&device));
   cudaDeviceProp properties{};
   TRIDENT_GPU_CHECK(cudaGetDeviceProperties(&properties, device));
-  return {"cuBLAS " + std::to_string(version) + "." + std::to_string(minor) + "." + std::to_string(patch) +
-              (kFp32Math == GemmMath::tf32 ? ", TF32 tensor cores" : ", fp32"),
+  return {"cuBLAS " + std::to_string(version) + "." + std::to_string(minor) + "." + std::to_string(patch),
           std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
               std::to_string(properties.minor) + ", device " + std::to_string(device) + ")",
           1};

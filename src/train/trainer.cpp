@@ -25,6 +25,7 @@
 #include "io/timeline_writer.hpp"
 #include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/matmul_precision.hpp"
 #include "model/gpt.hpp"
 #include "pipeline/emulated_stage.hpp"
 #include "pipeline/executor.hpp"
@@ -101,6 +102,18 @@ std::string describe_pipeline(const Deck& deck, const Schedule& schedule, const 
   out << ")" << (deck.emulate.enabled ? ", EMULATED compute" : "")
       << (deck.schedule.recompute == "full" ? ", full recomputation" : "") << "\n";
   return out.str();
+}
+
+// "matmul tf32 (inputs rounded to TF32, fp32 accumulation)", with "emulated" where the BLAS has no such mode.
+std::string describe_matmul_precision() {
+  const MatmulPrecision precision = matmul_precision();
+  std::string text = std::string("matmul ") + matmul_precision_name(precision);
+  if (precision == MatmulPrecision::fp32) return text;
+  text += precision == MatmulPrecision::tf32 ? " (inputs rounded to TF32" : " (inputs rounded to bf16";
+#ifndef KOKKOS_ENABLE_CUDA
+  text += ", emulated";
+#endif
+  return text + ", fp32 accumulation)";
 }
 
 }  // namespace
@@ -185,6 +198,7 @@ struct Trainer::State {
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
   check_world_size(deck, world);
+  set_matmul_precision(deck.train.precision);
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
   const ParallelConfig& grid = deck.parallel;
@@ -204,7 +218,8 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
           << layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
           << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
           << " tokens/step, " << s.windows.windows() << " windows of data (" << s.windows.stream().source << ")\n"
-          << describe_pipeline(deck, s.schedule, s.partition, s.predicted_bubble) << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s)\n"
+          << describe_pipeline(deck, s.schedule, s.partition, s.predicted_bubble) << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s) | "
+          << describe_matmul_precision() << "\n"
           << "  measuring sgemm peak ..." << std::flush;
   }
   s.gemm_peak_gflops = measure_gemm_peak_gflops();
@@ -247,6 +262,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
         {"blas_library", blas.library},
         {"blas_core", blas.core},
         {"blas_threads", std::int64_t{blas.threads}},
+        {"matmul_precision", std::string(matmul_precision_name(matmul_precision()))},
     };
     // A resumed run continues its timeline after the checkpoint's step.
     s.timeline = s.start_step > 0 ? std::make_unique<TimelineWriter>(timeline_path, timeline_attributes, grid.pp,

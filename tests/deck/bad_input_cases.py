@@ -104,6 +104,7 @@ DECK_CASES = [
     ("lr_negative", {"train.lr": "-3e-4"}, ["train.lr", "greater than 0"]),
     ("min_lr_above_lr", {"train.lr": "1e-4", "train.min_lr": "1e-3"}, ["train.min_lr", "[0, lr]"]),
     ("unknown_decay", {"train.decay": '"exponential"'}, ["train.decay", '"cosine"']),
+    ("unknown_precision", {"train.precision": '"fp16"'}, ["train.precision", '"bf16"']),
     ("beta2_one", {"train.beta2": "1.0"}, ["train.beta2", "[0, 1)"]),
     ("eps_zero", {"train.eps": "0"}, ["train.eps", "greater than 0"]),
     ("grad_clip_negative", {"train.grad_clip": "-1.0"}, ["train.grad_clip", "at least 0"]),

@@ -45,7 +45,7 @@ TEST(ClosestKey, FixesTyposInTheNameOrTheSection) {
 TEST(Schema, EveryKeyIsUniqueAndFindable) {
   const std::vector<std::string> keys = key_names();
   // Every field of config.hpp's sections (stage_layers_balanced is stage_layers = "balanced").
-  EXPECT_EQ(keys.size(), 45u);
+  EXPECT_EQ(keys.size(), 46u);
   for (const KeySpec& key : deck_keys()) {
     EXPECT_EQ(find_key(key.section, key.name), &key) << key.full_name();
   }

@@ -1,0 +1,47 @@
+// The precision gemm() multiplies in (deck key train.precision), and the rounding it implies. A
+// process-wide setting, as PyTorch's set_float32_matmul_precision: every product reads its inputs
+// rounded to the chosen significand (round to nearest, ties to even, as the tensor cores convert)
+// and accumulates in fp32. On the GPU build cuBLAS rounds to TF32 itself and multiplies bf16 copies;
+// the CPU build emulates both by rounding copies of the operands before an fp32 product, which
+// gives the same products exactly (the products of rounded inputs are exact in fp32).
+#pragma once
+
+#include <cstdint>
+
+#include "deck/config.hpp"
+#include "kernels/device.hpp"
+#include "kernels/math.hpp"
+
+namespace trident {
+
+// `automatic` resolves to fp32 on the CPU build and TF32 on the GPU build.
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();  // the resolved precision, never `automatic`
+const char* matmul_precision_name(MatmulPrecision precision);
+
+// Significand bits that rounding to `precision` drops from an fp32 value: 0, 13 (TF32) or 16 (bf16).
+int dropped_significand_bits(MatmulPrecision precision);
+
+// x rounded to nearest, ties to even, with its `dropped` low significand bits cleared; infinities
+// and NaNs pass unchanged, and a value past the largest representable one becomes infinite.
+KOKKOS_INLINE_FUNCTION float round_significand(float x, int dropped) {
+  const unsigned bits = math::bit_cast<unsigned>(x);
+  if (dropped == 0 || (bits & 0x7f800000u) == 0x7f800000u) return x;
+  const unsigned lowest_kept = (bits >> dropped) & 1u;
+  const unsigned rounded = bits + ((1u << (dropped - 1)) - 1u) + lowest_kept;
+  return math::bit_cast<float>(rounded & ~((1u << dropped) - 1u));
+}
+
+// Elements a GEMM operand spans in memory: `batches` matrices `stride` apart, each `rows` rows of
+// `columns` elements, `ld` apart (the stored layout, before any transpose).
+long operand_extent(int rows, int columns, int ld, int batches = 1, long stride = 0);
+
+// Device scratch of at least n elements for operand `slot` (0 or 1) of the product in progress:
+// it grows as needed and is reused by the next product (float and std::uint16_t, for bf16 bits).
+template <class T>
+T* operand_scratch(int slot, long n);
+
+// A copy of x[0, n) rounded to the current precision, in operand_scratch<float>(slot, n).
+const float* rounded_operand(int slot, const float* x, long n);
+
+}  // namespace trident

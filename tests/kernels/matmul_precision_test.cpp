@@ -1,0 +1,109 @@
+// The rounding of train.precision, value by value, and gemm() under it: a product at TF32 or bf16
+// precision is exactly the fp32 product of the rounded inputs (and not the fp32 product itself).
+#include "kernels/matmul_precision.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "gradient_check.hpp"
+#include "kernels/gemm.hpp"
+
+namespace trident {
+namespace {
+
+using namespace testing;
+
+constexpr int kBf16 = 16, kTf32 = 13;
+
+TEST(RoundSignificand, RoundsToNearestWithTiesToEven) {
+  const float p = std::ldexp(1.0f, -8);  // half a bf16 unit at 1
+  EXPECT_EQ(round_significand(1.0f + p, kBf16), 1.0f);                         // tie, down to even
+  EXPECT_EQ(round_significand(1.0f + 3 * p, kBf16), 1.0f + 4 * p);             // tie, up to even
+  EXPECT_EQ(round_significand(1.0f + p + std::ldexp(1.0f, -20), kBf16), 1.0f + 2 * p);  // past the tie
+  EXPECT_EQ(round_significand(-(1.0f + 3 * p), kBf16), -(1.0f + 4 * p));
+  const float q = std::ldexp(1.0f, -11);  // half a TF32 unit at 1
+  EXPECT_EQ(round_significand(1.0f + q, kTf32), 1.0f);
+  EXPECT_EQ(round_significand(1.0f + 3 * q, kTf32), 1.0f + 4 * q);
+  EXPECT_EQ(round_significand(0.1f, 0), 0.1f);  // fp32: unchanged
+}
+
+TEST(RoundSignificand, SpecialValuesAndOverflow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(round_significand(inf, kBf16), inf);
+  EXPECT_EQ(round_significand(-inf, kTf32), -inf);
+  EXPECT_TRUE(std::isnan(round_significand(std::numeric_limits<float>::quiet_NaN(), kBf16)));
+  EXPECT_EQ(round_significand(FLT_MAX, kBf16), inf);  // past bf16's largest value
+  EXPECT_EQ(round_significand(0.0f, kBf16), 0.0f);
+}
+
+TEST(MatmulPrecision, AutomaticIsFp32OnTheCpuBuild) {
+  set_matmul_precision(MatmulPrecision::automatic);
+#ifdef KOKKOS_ENABLE_CUDA
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::tf32);
+#else
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::fp32);
+#endif
+}
+
+// C = A·Bᵀ (A: m×k, B: n×k, both with padded rows), and the same as a strided batch of two.
+struct Product {
+  static constexpr int m = 13, n = 9, k = 21, ld = k + 3;
+  FloatBuffer a = random_buffer(2 * m * ld, 1), b = random_buffer(2 * n * ld, 2);
+  std::vector<float> single(MatmulPrecision precision) {
+    set_matmul_precision(precision);
+    FloatBuffer c("c", m * n);
+    gemm(false, true, m, n, k, 1.0f, a.data(), ld, b.data(), ld, 0.0f, c.data(), n);
+    set_matmul_precision(MatmulPrecision::automatic);
+    return to_host(c);
+  }
+  std::vector<float> batched(MatmulPrecision precision) {
+    set_matmul_precision(precision);
+    FloatBuffer c("c", 2 * m * n);
+    gemm_strided_batched(false, true, m, n, k, 1.0f, a.data(), ld, m * ld, b.data(), ld, n * ld, 0.0f, c.data(), n,
+                         m * n, 2);
+    set_matmul_precision(MatmulPrecision::automatic);
+    return to_host(c);
+  }
+  void round_inputs(int dropped) {
+    for (FloatBuffer* x : {&a, &b}) {
+      std::vector<float> values = to_host(*x);
+      for (float& v : values) v = round_significand(v, dropped);
+      copy_to(*x, values);
+    }
+  }
+};
+
+#ifdef KOKKOS_ENABLE_CUDA
+// The GPU build's unit tests run with TF32 off (NVIDIA_TF32_OVERRIDE=0; tests/gpu checks cuBLAS'
+// TF32), and its bf16 kernel may sum in another order than the fp32 one.
+constexpr std::pair<MatmulPrecision, int> kReduced[] = {{MatmulPrecision::bf16, kBf16}};
+constexpr float kSameProduct = 1e-5f;
+#else
+constexpr std::pair<MatmulPrecision, int> kReduced[] = {{MatmulPrecision::tf32, kTf32}, {MatmulPrecision::bf16, kBf16}};
+constexpr float kSameProduct = 0.0f;  // the same sgemm on the same values
+#endif
+
+void expect_same_product(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], kSameProduct * std::abs(want[i])) << what << " element " << i;
+}
+
+TEST(MatmulPrecision, ReducedPrecisionMultipliesTheRoundedInputsInFp32) {
+  for (const auto& [precision, dropped] : kReduced) {
+    Product product;
+    const std::vector<float> reduced = product.single(precision), reduced_batch = product.batched(precision);
+    EXPECT_NE(reduced, product.single(MatmulPrecision::fp32)) << dropped << " bits: the inputs were not rounded";
+    product.round_inputs(dropped);
+    expect_same_product(reduced, product.single(MatmulPrecision::fp32), matmul_precision_name(precision));
+    expect_same_product(reduced_batch, product.batched(MatmulPrecision::fp32), matmul_precision_name(precision));
+  }
+}
+
+}  // namespace
+}  // namespace trident

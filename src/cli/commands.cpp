@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/mpi_tuning.hpp"
 #include "common/error.hpp"
 #include "deck/deck.hpp"
 #include "plan/report.hpp"
@@ -141,13 +142,14 @@ int plan_command(const CliArgs& args) {
 }
 
 int run_command(const CliArgs& args, int argc, char** argv) {
+  const std::vector<MpiSetting> mpi_settings = apply_mpi_tuning_defaults();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   const int code = with_kokkos(argc, argv, [&] {
     std::unique_ptr<Trainer> trainer;
     int result = collectively(MPI_COMM_WORLD, [&] {
       const Deck deck = load_deck(args.deck_path, args.overrides);
-      trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout);
+      trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout, describe_mpi(mpi_settings));
     });
     int outcome = kExitOk;
     if (result == kExitOk) result = or_abort(MPI_COMM_WORLD, [&] { outcome = trainer->run(); });

@@ -196,7 +196,7 @@ struct Trainer::State {
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
 
-Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
+Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
   check_world_size(deck, world);
   set_matmul_precision(deck.train.precision);
   state_ = std::make_unique<State>(deck, world, log);
@@ -219,10 +219,14 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log) {
           << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
           << " tokens/step, " << s.windows.windows() << " windows of data (" << s.windows.stream().source << ")\n"
           << describe_pipeline(deck, s.schedule, s.partition, s.predicted_bubble) << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s) | "
-          << describe_matmul_precision() << "\n"
-          << "  measuring sgemm peak ..." << std::flush;
+          << describe_matmul_precision() << "\n";
+    if (!mpi_summary.empty()) s.log << "  MPI     " << mpi_summary << "\n";
+    s.log << "  measuring sgemm peak ..." << std::flush;
   }
+  // Every rank measures at once (the cores share the memory system as they will in training); a
+  // rank the OS descheduled meanwhile measures too little, so the best core sets the peak.
   s.gemm_peak_gflops = measure_gemm_peak_gflops();
+  MPI_Allreduce(MPI_IN_PLACE, &s.gemm_peak_gflops, 1, MPI_DOUBLE, MPI_MAX, world);
   if (s.is_root()) {
     s.log << " " << std::llround(s.gemm_peak_gflops) << " GFLOP/s per rank; model FLOPs/step "
           << s.flops_per_step / 1e9 << " G (6·N·tokens + 6·V·C·tokens + 6·L·T·C·tokens)\n"

@@ -6,6 +6,7 @@
 
 #include <iosfwd>
 #include <memory>
+#include <string>
 
 #include "deck/config.hpp"
 
@@ -14,7 +15,8 @@ namespace trident {
 class Trainer {
  public:
   // Throws InputError for a deck/world mismatch or bad data, before any training step.
-  Trainer(const Deck& deck, MPI_Comm world, std::ostream& log);
+  // mpi_summary: the MPI library and its settings, for the start-up banner (comm/mpi_tuning.hpp).
+  Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;

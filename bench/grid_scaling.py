@@ -21,11 +21,6 @@ the rounds with the lowest and highest round beside it.
 
 Each rank is bound to cores of its own (--bind cores, the default, when the ranks' threads fit the
 machine), as the job scripts bind them.
-
-One more run, "DP=2, Open MPI's iallreduce", repeats DP=2 with Open MPI's own choice of
-non-blocking all-reduce algorithm (OMPI_MCA_coll_libnbc_iallreduce_algorithm=0, the binomial
-tree for in-place calls) instead of trident's default (Rabenseifner, comm/mpi_tuning.hpp): its
-exposed-comm column against DP=2's is what that default saves.
 """
 import argparse
 import os
@@ -45,16 +40,12 @@ from single_rank import CONFIGS, REPO, BenchError, run_checked, trident_override
 def launch(args, ranks, cpu_offset=None):
     """mpirun with each rank bound to --threads-per-rank cores of its own; cpu_offset pins the
     whole (one-rank) job to the cores from there instead, for two jobs side by side."""
-    if args.bind == "none" or ranks * args.threads_per_rank > os.cpu_count():
+    if args.bind == "none" or (cpu_offset or 0) + ranks * args.threads_per_rank > os.cpu_count():
         return [args.mpirun, "-n", str(ranks), "--oversubscribe", "--bind-to", "none"]
     if cpu_offset is not None:
         cores = f"{cpu_offset}-{cpu_offset + args.threads_per_rank - 1}"
         return ["taskset", "-c", cores, args.mpirun, "-n", str(ranks), "--bind-to", "none"]
     return [args.mpirun, "-n", str(ranks), "--map-by", f"slot:PE={args.threads_per_rank}", "--bind-to", "core"]
-
-
-# Open MPI's own choice of non-blocking all-reduce algorithm, in place of trident's default.
-LIBNBC_OWN_CHOICE = {"OMPI_MCA_coll_libnbc_iallreduce_algorithm": "0"}
 
 
 def grid_command(args, tp, dp, run_dir, cpu_offset=None):
@@ -74,8 +65,7 @@ def medians(args, run_dir):
                 for name in ("tokens_per_s", "step_time_s", "exposed_comm_s")}
 
 
-def run_grid(args, tp, dp, env, extra_env=None):
-    env = dict(env, **(extra_env or {}))
+def run_grid(args, tp, dp, env):
     with tempfile.TemporaryDirectory(prefix="trident-grid-") as run_dir:
         run_checked(f"trident tp={tp} dp={dp}", grid_command(args, tp, dp, run_dir), env)
         return medians(args, run_dir)
@@ -116,15 +106,14 @@ def main():
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads_per_rank),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     runs = {"1 rank": lambda: run_grid(args, 1, 1, env), "2 x 1 rank side by side": lambda: run_side_by_side(args, env),
-            "DP=2": lambda: run_grid(args, 1, 2, env), "TP=2": lambda: run_grid(args, 2, 1, env),
-            "DP=2, Open MPI's iallreduce": lambda: run_grid(args, 1, 2, env, LIBNBC_OWN_CHOICE)}
+            "DP=2": lambda: run_grid(args, 1, 2, env), "TP=2": lambda: run_grid(args, 2, 1, env)}
     rounds = []
     try:
         for number in range(1, args.rounds + 1):
             round_results = {}
             for name, run in runs.items():
                 round_results[name] = run()
-                print(f"round {number}/{args.rounds}: {name:<30}{round_results[name]['tokens_per_s']:>8.0f} tokens/s",
+                print(f"round {number}/{args.rounds}: {name:<24}{round_results[name]['tokens_per_s']:>8.0f} tokens/s",
                       flush=True)
             rounds.append(round_results)
     except BenchError as error:
@@ -138,13 +127,13 @@ def main():
         values = sorted(values)
         return f"{format(statistics.median(values), fmt)} [{format(values[0], fmt)}, {format(values[-1], fmt)}]"
 
-    print(f"{'run':<30}{'tokens/s':>20}{'vs 1 rank':>22}{'vs 2 x 1 rank':>22}{'exposed comm':>26}")
+    print(f"{'run':<25}{'tokens/s':>20}{'vs 1 rank':>22}{'vs 2 x 1 rank':>22}{'exposed comm':>26}")
     for name in runs:
         tokens = [r[name]["tokens_per_s"] for r in rounds]
         vs_one = [r[name]["tokens_per_s"] / r["1 rank"]["tokens_per_s"] for r in rounds]
         vs_pair = [r[name]["tokens_per_s"] / r["2 x 1 rank side by side"]["tokens_per_s"] for r in rounds]
         exposed = [100 * r[name]["exposed_comm_s"] / r[name]["step_time_s"] for r in rounds]
-        print(f"{name:<30}{spread(tokens, '.0f'):>20}{spread(vs_one, '.2f'):>22}{spread(vs_pair, '.2f'):>22}"
+        print(f"{name:<25}{spread(tokens, '.0f'):>20}{spread(vs_one, '.2f'):>22}{spread(vs_pair, '.2f'):>22}"
               f"{spread(exposed, '.1f') + ' %':>26}")
     return 0
 

@@ -18,7 +18,7 @@ struct Default {
 
 const std::vector<Default>& defaults() {
   static const std::vector<Default> table = {
-      {"OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", "non-blocking all-reduce",
+      {"OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", "non-blocking all-reduce",
        {{"0", "Open MPI's choice"}, {"1", "ring"}, {"2", "binomial tree"}, {"3", "Rabenseifner"},
         {"4", "recursive doubling"}}},
   };

@@ -12,7 +12,7 @@ implementation, not BLAS threading. A second reference, two independent 1-rank r
 for DP=2 once shared caches, memory bandwidth and clocks are counted. Also printed: the share of
 each step spent in exposed (not overlapped) communication, read from timeline.h5: dp_exposed_s
 (the data-parallel gradient all-reduce) plus tp_comm_s (time blocked in tensor-parallel
-collectives).
+collectives), each the largest any rank saw in the step.
 
 This machine's speed drifts by tens of percent within minutes (a 1-rank run alone gave 581 to 919
 tokens/s within one hour). So the four runs are taken in rounds (--rounds, default 3),

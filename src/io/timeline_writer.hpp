@@ -39,8 +39,8 @@ struct StepRecord {
   double bubble = 0;           // pipeline idle fraction of the step (0 on one rank)
   double achieved_gflops = 0;
   double mfu = 0;              // achieved / measured GEMM peak
-  double dp_exposed_s = 0;     // data-parallel communication not hidden behind backward
-  double tp_comm_s = 0;        // time blocked in tensor-parallel collectives (not hidden behind compute)
+  double dp_exposed_s = 0;     // data-parallel communication not hidden behind backward, the largest of all ranks'
+  double tp_comm_s = 0;        // time blocked in tensor-parallel collectives, the largest of all ranks'
   double timeline_s = 0;       // gathering and writing this step's /events (the recording overhead)
   std::int64_t peak_activation_bytes = 0;  // the largest of all ranks'
   // Per pipeline stage (index = pp coordinate), the largest peak of the stage's ranks: empty (the

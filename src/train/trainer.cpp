@@ -333,6 +333,10 @@ int Trainer::run() {
     stage_peaks[static_cast<std::size_t>(s.grid.coords.pp)] = static_cast<std::int64_t>(s.model.peak_activation_bytes());
     MPI_Reduce(s.is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp, MPI_INT64_T,
                MPI_MAX, 0, s.world);
+    // Whichever rank waited longest shows what communication and imbalance cost the step; rank 0
+    // alone may be the slow one that never waits (Megatron's timers report the maximum as well).
+    double blocked_seconds[2] = {s.sync.last_exposed_seconds(), tp_comm_seconds};
+    MPI_Reduce(s.is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 2, MPI_DOUBLE, MPI_MAX, 0, s.world);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     if (s.is_root()) {
@@ -349,8 +353,8 @@ int Trainer::run() {
       record.bubble = measured_bubble(rows, s.grid.world_size);
       record.achieved_gflops = s.flops_per_step / seconds / 1e9;
       record.mfu = record.achieved_gflops / (s.gemm_peak_gflops * s.grid.world_size);
-      record.dp_exposed_s = s.sync.last_exposed_seconds();
-      record.tp_comm_s = tp_comm_seconds;
+      record.dp_exposed_s = blocked_seconds[0];
+      record.tp_comm_s = blocked_seconds[1];
       record.peak_activation_bytes = *std::max_element(stage_peaks.begin(), stage_peaks.end());
       record.peak_activation_bytes_per_stage = stage_peaks;
       const double append_start = s.now();

@@ -5,11 +5,17 @@ runs exactly its schedule's actions, and the /steps values derived from the even
 Runs: the tiny deck on 2 stages (2 ranks) and on 4 stages of one layer each (4 ranks), with 1F1B and
 ZB-H1, 3 steps; each run is made once and checked by every test below.
 """
+import os
+import signal
+import subprocess
+import threading
+import time
+
 import h5py
 import numpy as np
 import pytest
 
-from conftest import read_steps
+from conftest import ONE_RANK, TINY, rank_process, read_steps
 
 STEPS = 3
 COMPUTE = ("F", "B", "I", "W")
@@ -155,11 +161,48 @@ def test_tensor_parallel_collectives_are_timed(trident_run):
     assert np.all(steps["tp_comm_s"] < steps["step_time_s"]), (steps["tp_comm_s"], steps["step_time_s"])
 
 
+def test_tp_comm_is_the_longest_wait_of_any_rank(tmp_path):
+    """tp = 2 with rank 0 held back: the test stops it for 10 ms of every 20 once training runs,
+    so rank 1 waits for it at every collective, about half of each step, while rank 0 hardly
+    ever waits. tp_comm_s is the longest wait of any rank: rank 1's, not rank 0's small one."""
+    out = tmp_path / "held_back"
+    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "2", os.environ["TRIDENT_EXE"], "run", str(TINY)]
+    for o in ONE_RANK + ("parallel.tp=2", "train.steps=6", "checkpoint.every=0", "model.d_model=256",
+                         "model.seq_len=128", f"output.dir={out}"):
+        cmd += ["--set", o]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None and not any(l.startswith("step 1/") for l in lines):
+            time.sleep(0.01)
+        rank0 = rank_process(proc.pid, 0)
+        while rank0 is not None and proc.poll() is None:
+            try:
+                os.kill(rank0, signal.SIGSTOP)
+                time.sleep(0.01)
+                os.kill(rank0, signal.SIGCONT)
+            except ProcessLookupError:
+                break
+            time.sleep(0.01)
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(timeout=5)
+    assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}\n{''.join(lines)}"
+    steps = read_steps(out)
+    share = steps["tp_comm_s"][1:] / steps["step_time_s"][1:]  # step 1 ran before the stops began
+    assert np.all(share > 0.3), share
+
+
 @pytest.mark.parametrize("kind,pp,extra", CONFIGS)
-def test_peak_activation_per_stage_needs_trainer_wiring(trident_run, kind, pp, extra):
-    """NEEDS TRAINER WIRING (src/train/trainer.cpp): passes once the trainer gives the writer
-    stages = pp and fills StepRecord::peak_activation_bytes_per_stage (each stage's largest peak
-    over its ranks) and peak_activation_bytes (the largest over all ranks)."""
+def test_peak_activation_per_stage(trident_run, kind, pp, extra):
+    """/steps holds each stage's largest activation peak over its ranks
+    (peak_activation_bytes_per_stage, one column per stage) and the largest of all
+    (peak_activation_bytes)."""
     with h5py.File(run_dir(trident_run, kind, pp, extra) / "timeline.h5", "r") as f:
         per_stage = f["steps"]["peak_activation_bytes_per_stage"]
         assert per_stage.shape == (STEPS, pp)
@@ -171,8 +214,7 @@ def test_peak_activation_per_stage_needs_trainer_wiring(trident_run, kind, pp, e
 
 
 def test_resume_replaces_the_rows_after_the_checkpoint(trident_run, tmp_path):
-    """NEEDS TRAINER WIRING (src/train/trainer.cpp): passes once a resumed run opens its timeline
-    with TimelineWriter's resume constructor (Resume{start_step}) and prints its note().
+    """A resumed run continues the timeline and says so.
 
     A 1F1B run on 2 stages checkpoints at step 2 and ends at step 3; a run resumed from the step-2
     checkpoint in the same directory goes to step 4. The timeline keeps the first run's rows of

@@ -1,6 +1,9 @@
 """Shared pytest helpers: run trident under mpirun and read its timeline."""
 import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import h5py
@@ -20,13 +23,18 @@ def _exe():
     return exe
 
 
-def run_trident(out, *overrides, ranks=1, deck=TINY, expect=0):
-    """Runs `mpirun -n RANKS trident run DECK --set output.dir=OUT --set ...` (after the one-rank
-    overrides) and returns the completed process once it exited with `expect`."""
+def trident_command(out, *overrides, ranks=1, deck=TINY):
+    """`mpirun -n RANKS trident run DECK --set output.dir=OUT --set ...` (after the one-rank overrides)."""
     cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", str(ranks), _exe(), "run", str(deck),
            "--set", f"output.dir={out}"]
     for o in ONE_RANK + overrides:
         cmd += ["--set", o]
+    return cmd
+
+
+def run_trident(out, *overrides, ranks=1, deck=TINY, expect=0):
+    """Runs trident_command(...) and returns the completed process once it exited with `expect`."""
+    cmd = trident_command(out, *overrides, ranks=ranks, deck=deck)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == expect, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -46,6 +54,45 @@ def trident_run(tmp_path):
 def read_steps(run_dir):
     with h5py.File(run_dir / "timeline.h5", "r") as f:
         return {name: np.asarray(f["steps"][name]) for name in f["steps"]}
+
+
+class TrainingJob:
+    """trident_command(...) running in a session of its own, for tests that act on its ranks while
+    it trains: `with TrainingJob(out, ...) as job:`. Its output is read into job.stdout and
+    job.stderr (lists of lines) as it comes; leaving the block kills the job if it still runs."""
+
+    def __init__(self, out, *overrides, ranks):
+        self.cmd = trident_command(out, *overrides, ranks=ranks)
+        self.stdout, self.stderr = [], []
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self._readers = [threading.Thread(target=lines.extend, args=(stream,), daemon=True)
+                         for lines, stream in ((self.stdout, self.proc.stdout), (self.stderr, self.proc.stderr))]
+        for reader in self._readers:
+            reader.start()
+        return self
+
+    def __exit__(self, *exception):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return False
+
+    def rank_once_training(self, world_rank, timeout=120):
+        """The pid of MPI world rank `world_rank` once the first step line is out, or None if none
+        came within `timeout` seconds (or the job ended first)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.proc.poll() is None and not any(
+                line.startswith("step") for line in self.stdout):
+            time.sleep(0.01)
+        return rank_process(self.proc.pid, world_rank)
+
+    def output(self):
+        return "".join(self.stdout + self.stderr)
 
 
 def rank_process(session_pid, world_rank):

@@ -3,15 +3,12 @@ grids, detection of corrupt files with fallback to the previous checkpoint, and 
 boundary (checkpoint, exit 3, resume continues the same losses)."""
 import os
 import signal
-import subprocess
-import threading
-import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, rank_process, read_steps
+from conftest import TrainingJob, read_steps
 from equivalence import final_weights, latest_checkpoint_group
 
 # Constant learning rate: a run that stops early has the same schedule as one that goes on.
@@ -108,28 +105,13 @@ def test_sigusr1_checkpoints_exits_3_and_resume_continues(trident_run, tmp_path)
               "checkpoint.every=0")
     _, straight = trident_run(*common, ranks=2)
     run_dir = tmp_path / "signalled"
-    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "2", os.environ["TRIDENT_EXE"], "run", str(TINY),
-           "--set", f"output.dir={run_dir}"]
-    for o in ONE_RANK + common:
-        cmd += ["--set", o]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and not any(line.startswith("step") for line in lines):
-            time.sleep(0.05)
-        rank1 = rank_process(proc.pid, 1)
-        assert rank1 is not None, "rank 1 never started training:\n" + "".join(lines)
+    with TrainingJob(run_dir, *common, ranks=2) as job:
+        rank1 = job.rank_once_training(1)
+        assert rank1 is not None, "rank 1 never started training:\n" + job.output()
         os.kill(rank1, signal.SIGUSR1)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    reader.join(timeout=5)
-    out = "".join(lines)
-    assert proc.returncode == 3, out + proc.stderr.read()
+        job.proc.wait(timeout=120)
+    out = "".join(job.stdout)
+    assert job.proc.returncode == 3, job.output()
     assert "stopped by signal" in out, out
     stopped_at = int(read_steps(run_dir)["step"][-1])
     assert 1 <= stopped_at < 300

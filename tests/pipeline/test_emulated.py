@@ -3,15 +3,13 @@ real, so the executor's timing can be held against the simulator's prediction; a
 turns a stuck pipeline into a clear abort instead of a hang."""
 import os
 import signal
-import subprocess
-import threading
 import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, rank_process, read_steps, run_trident
+from conftest import TrainingJob, read_steps, run_trident
 
 # One time unit: F = 1, B = 2, I = W = 1. Each message hop costs the receiving rank a wake-up, which
 # on a shared 2-core machine can take a scheduler tick (a few ms): at 200 ms per unit that stays a
@@ -66,46 +64,27 @@ def test_watchdog_aborts_a_stuck_pipeline(tmp_path):
     """Stopping the last stage (SIGSTOP) mid-run leaves stage 0 waiting for a gradient: within
     schedule.timeout_s it names the action, the peer and the tag, and aborts the whole job. (The
     stopped rank is continued once the message is out, so that it can receive the abort.)"""
-    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "2", os.environ["TRIDENT_EXE"], "run", str(TINY),
-           "--set", f"output.dir={tmp_path / 'run'}"]
-    for o in ONE_RANK + EMULATED + ("train.steps=1000", "parallel.pp=2", "schedule.microbatches=4",
-                                    "schedule.timeout_s=2"):
-        cmd += ["--set", o]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    stdout_lines, stderr_lines = [], []
-    readers = [threading.Thread(target=lambda: stdout_lines.extend(proc.stdout), daemon=True),
-               threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)]
-    for reader in readers:
-        reader.start()
-    stopped = None
-    try:
+    with TrainingJob(tmp_path / "run", *EMULATED, "train.steps=1000", "parallel.pp=2", "schedule.microbatches=4",
+                     "schedule.timeout_s=2", ranks=2) as job:
         # Stop rank 1 once training runs (during start-up rank 0 waits in collectives, which the
         # pipeline watchdog does not watch).
-        deadline = time.time() + 120
-        while time.time() < deadline and not any(line.startswith("step") for line in stdout_lines):
-            time.sleep(0.2)
-        stopped = rank_process(proc.pid, 1)
-        assert stopped is not None, "rank 1 never started training:\n" + "".join(stdout_lines + stderr_lines)
+        stopped = job.rank_once_training(1)
+        assert stopped is not None, "rank 1 never started training:\n" + job.output()
         # A stop that lands while rank 0 is in the step's closing collectives (a few % of the
         # step) goes unwatched: continue and stop again.
         for _ in range(3):
             os.kill(stopped, signal.SIGSTOP)
             stop_time = time.time()
-            while time.time() - stop_time < 15 and not any("watchdog" in line for line in stderr_lines):
+            while time.time() - stop_time < 15 and not any("watchdog" in line for line in job.stderr):
                 time.sleep(0.2)
             noticed = time.time() - stop_time
             os.kill(stopped, signal.SIGCONT)
             if noticed < 15:
                 break
             time.sleep(0.5)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    for reader in readers:
-        reader.join(timeout=5)
-    stderr = "".join(stderr_lines)
+        job.proc.wait(timeout=60)
+    stderr = "".join(job.stderr)
     assert "watchdog" in stderr, stderr
     assert "pipeline rank 0" in stderr and "from pipeline rank 1" in stderr and "tag" in stderr, stderr
     assert noticed < 15, "the watchdog never spoke in 3 stops of 15 s, with a 2 s timeout"
-    assert proc.returncode != 0
+    assert job.proc.returncode != 0

@@ -7,15 +7,13 @@ ZB-H1, 3 steps; each run is made once and checked by every test below.
 """
 import os
 import signal
-import subprocess
-import threading
 import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, rank_process, read_steps
+from conftest import TrainingJob, read_steps
 
 STEPS = 3
 COMPUTE = ("F", "B", "I", "W")
@@ -166,20 +164,10 @@ def test_tp_comm_is_the_longest_wait_of_any_rank(tmp_path):
     so rank 1 waits for it at every collective, about half of each step, while rank 0 hardly
     ever waits. tp_comm_s is the longest wait of any rank: rank 1's, not rank 0's small one."""
     out = tmp_path / "held_back"
-    cmd = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "2", os.environ["TRIDENT_EXE"], "run", str(TINY)]
-    for o in ONE_RANK + ("parallel.tp=2", "train.steps=6", "checkpoint.every=0", "model.d_model=256",
-                         "model.seq_len=128", f"output.dir={out}"):
-        cmd += ["--set", o]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None and not any(l.startswith("step 1/") for l in lines):
-            time.sleep(0.01)
-        rank0 = rank_process(proc.pid, 0)
-        while rank0 is not None and proc.poll() is None:
+    with TrainingJob(out, "parallel.tp=2", "train.steps=6", "checkpoint.every=0", "model.d_model=256",
+                     "model.seq_len=128", ranks=2) as job:
+        rank0 = job.rank_once_training(0)
+        while rank0 is not None and job.proc.poll() is None:
             try:
                 os.kill(rank0, signal.SIGSTOP)
                 time.sleep(0.01)
@@ -187,12 +175,8 @@ def test_tp_comm_is_the_longest_wait_of_any_rank(tmp_path):
             except ProcessLookupError:
                 break
             time.sleep(0.01)
-        proc.wait(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    reader.join(timeout=5)
-    assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}\n{''.join(lines)}"
+        job.proc.wait(timeout=300)
+    assert job.proc.returncode == 0, f"{' '.join(job.cmd)} exited {job.proc.returncode}\n{job.output()}"
     steps = read_steps(out)
     share = steps["tp_comm_s"][1:] / steps["step_time_s"][1:]  # step 1 ran before the stops began
     assert np.all(share > 0.3), share

@@ -29,7 +29,7 @@ Options:
 
 Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments, 3 checkpointed and stopped
 on SIGUSR1/SIGTERM (run again to resume from the checkpoint).
-Decks: input_decks/*.toml; keys and contracts: DESIGN.md and README.md.
+Decks: input_decks/*.toml; every key and contract: DESIGN.md; examples: README.md.
 )";
 }
 

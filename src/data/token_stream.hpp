@@ -1,5 +1,5 @@
 // The token data a run trains on, loaded whole into memory: one of the three kinds of
-// DESIGN.md "Deck" ([data] kind = "bin" | "text" | "synthetic").
+// DESIGN.md "Token data" ([data] kind = "bin" | "text" | "synthetic").
 #pragma once
 
 #include <cstdint>

@@ -31,7 +31,7 @@ void check_model_shape(const Deck& deck, const KeyLocations& where) {
   const ModelConfig& model = deck.model;
   if (!model.tie_embeddings)
     where.fail("model.tie_embeddings", "model.tie_embeddings = false is not supported: trident's head is tied "
-                                       "to wte as in GPT-2 (DESIGN.md); set it to true or remove the key");
+                                       "to wte as in GPT-2 (DESIGN.md, Deck); set it to true or remove the key");
   if (model.d_model % model.heads != 0) {
     const int below = model.d_model / model.heads * model.heads;
     where.fail("model.heads", "model.heads = " + std::to_string(model.heads) + " does not divide model.d_model = " +

@@ -1,4 +1,4 @@
-"""The timeline of real pipeline runs (DESIGN.md "Timeline (HDF5, contract)"), read with h5py as the
+"""The timeline of real pipeline runs (DESIGN.md "Timeline"), read with h5py as the
 post-processing tools read it: every rank's events arrive, a rank's events never overlap, each rank
 runs exactly its schedule's actions, and the /steps values derived from the events agree with them.
 

@@ -108,3 +108,19 @@ def rank_process(session_pid, world_rank):
         if f"OMPI_COMM_WORLD_RANK={world_rank}".encode() in environ:
             return int(pid)
     return None
+
+
+# A pytest run whose every test skipped exits 77, which CTest reports as skipped (SKIP_RETURN_CODE);
+# any failure keeps pytest's own non-zero status, so a skip can never hide one.
+SKIP_EXIT_CODE = 77
+_outcomes = set()
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome != "passed":
+        _outcomes.add(report.outcome)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and _outcomes == {"skipped"}:
+        session.exitstatus = SKIP_EXIT_CODE

@@ -1,11 +1,14 @@
 // GoogleTest main for the test binaries run under mpirun -n N (dp, tp, events). Rank 0 prints
 // the usual report; the other ranks print only their failures, tagged with their rank. Every rank
-// exits with the verdict of all, so a failure seen on one rank fails the run.
+// exits with the verdict of all, so a failure seen on one rank fails the run (and a skip is a
+// skip only when every rank skipped: gtest_exit_code.hpp).
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <gtest/gtest.h>
+
+#include "gtest_exit_code.hpp"
 
 namespace {
 
@@ -41,6 +44,9 @@ int main(int argc, char** argv) {
   }
   int any_failed = 0;
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int skipped_here = trident::testing::all_tests_skipped() ? 1 : 0;
+  int skipped_everywhere = 0;
+  MPI_Allreduce(&skipped_here, &skipped_everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Finalize();
-  return any_failed;
+  return trident::testing::gtest_exit_code(any_failed != 0, skipped_everywhere != 0);
 }

@@ -2,7 +2,7 @@
 import h5py
 import numpy as np
 
-from conftest import read_steps
+from conftest import ONE_RANK, TINY, read_steps
 
 
 def test_synthetic_loss_falls_30_percent_in_200_steps(trident_run):
@@ -31,8 +31,9 @@ def test_steps_table_and_run_directory(trident_run):
         assert len(steps[column]) == 3, column
     assert np.all(steps["step_time_s"] > 0)
     assert np.all(steps["peak_activation_bytes"] > 0)
-    assert (run_dir / "deck.toml").read_text().startswith("#") or "[model]" in (run_dir / "deck.toml").read_text()
-    assert "output.dir" in (run_dir / "deck.toml").read_text(), "the copy records the --set overrides"
+    overrides = (f"output.dir={run_dir}",) + ONE_RANK + ("train.steps=3", "output.log_every=1")
+    expected = TINY.read_text().rstrip("\n") + "\n" + "".join(f"# --set {o}\n" for o in overrides)
+    assert (run_dir / "deck.toml").read_text() == expected, "the copy is the deck, then every --set in order"
     assert "step 3/3" in proc.stdout
 
 

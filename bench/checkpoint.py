@@ -23,10 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import h5py
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from single_rank import REPO, BenchError, run_checked  # noqa: E402
+from single_rank import REPO, BenchError, open_timeline, run_checked  # noqa: E402
 
 TRANSFER = re.compile(r"\((?P<mb>[\d.]+) MB in (?P<s>[\d.]+) s, (?P<rate>[\d.]+) MB/s\)")
 
@@ -81,10 +80,9 @@ def timeline_overhead(args, env, ranks, deck, *overrides):
     with tempfile.TemporaryDirectory(prefix="trident-timeline-", dir=args.dir) as run_dir:
         trident(args, ranks, deck, run_dir, f"train.steps={args.timeline_steps}", "checkpoint.every=0", *overrides,
                 env=env)
-        with h5py.File(Path(run_dir) / "timeline.h5", "r") as f:
-            steps = f["steps"]
-            share = [float(t) / float(s) for t, s in zip(steps["timeline_s"][1:], steps["step_time_s"][1:])]
-            events = f["events"]["kind"].shape[0]
+        tl = open_timeline(Path(run_dir))
+        share = [float(t) / float(s) for t, s in zip(tl.steps["timeline_s"][1:], tl.steps["step_time_s"][1:])]
+        events = len(tl.events["kind"])
     return statistics.median(share), max(share), events / args.timeline_steps
 
 

@@ -31,10 +31,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import h5py
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from single_rank import CONFIGS, REPO, BenchError, run_checked, trident_overrides  # noqa: E402
+from single_rank import (CONFIGS, REPO, BenchError, open_timeline, run_checked, timeline_medians,  # noqa: E402
+                         trident_overrides)
 
 
 def launch(args, ranks, cpu_offset=None):
@@ -56,13 +56,10 @@ def grid_command(args, tp, dp, run_dir, cpu_offset=None):
 
 
 def medians(args, run_dir):
-    with h5py.File(Path(run_dir) / "timeline.h5", "r") as f:
-        steps = f["steps"]
-        timed = [i for i, s in enumerate(steps["step"][()]) if s > args.warmup]
-        column = {name: steps[name][()] for name in ("tokens_per_s", "step_time_s", "dp_exposed_s", "tp_comm_s")}
-        column["exposed_comm_s"] = column["dp_exposed_s"] + column["tp_comm_s"]
-        return {name: statistics.median(float(column[name][i]) for i in timed)
-                for name in ("tokens_per_s", "step_time_s", "exposed_comm_s")}
+    tl = open_timeline(Path(run_dir))
+    median = timeline_medians(tl, args.warmup, "tokens_per_s", "step_time_s", "dp_exposed_s", "tp_comm_s")
+    return {"tokens_per_s": median["tokens_per_s"], "step_time_s": median["step_time_s"],
+            "exposed_comm_s": median["dp_exposed_s"] + median["tp_comm_s"]}
 
 
 def run_grid(args, tp, dp, env):

@@ -16,20 +16,14 @@ Each row: the measured bubble (median of timeline.h5's /steps bubble after --war
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import h5py
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from single_rank import REPO, BenchError, run_checked, text_attribute  # noqa: E402
-
-
-def textbook_bubble(p, m):
-    return (p - 1) / (m + p - 1)
+from single_rank import REPO, BenchError, open_timeline, run_checked, textbook_bubble, timeline_medians  # noqa: E402
 
 
 def env_sh_environment():
@@ -50,30 +44,15 @@ def run_pipeline(args, deck, ranks, steps, settings, env):
         command += [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
         run_checked(f"trident pp={ranks} {settings['schedule.kind']} m={settings['schedule.microbatches']}",
                     command, env)
-        path = Path(run_dir) / "timeline.h5"
-        if not path.is_file():
-            raise BenchError(f"trident exited 0 but wrote no {path}; expected the /steps table there")
-        with h5py.File(path, "r") as f:
-            missing = [n for n in ("step", "step_time_s", "tokens_per_s", "bubble", "loss")
-                       if "steps" not in f or n not in f["steps"]]
-            missing += [n for n in ("predicted_bubble", "schedule_kind", "p", "m") if n not in f.attrs]
-            if missing:
-                raise BenchError(f"{path}: missing {', '.join(missing)} (need /steps columns step, step_time_s, "
-                                 "tokens_per_s, bubble, loss and root attributes predicted_bubble, "
-                                 "schedule_kind, p, m)")
-            steps_table = f["steps"]
-            timed = [i for i, s in enumerate(steps_table["step"][()]) if s > args.warmup]
-            if not timed:
-                raise BenchError(f"{path}: no steps after the {args.warmup} warm-up steps "
-                                 f"(steps recorded: {len(steps_table['step'])})")
-            pick = lambda name: statistics.median(float(steps_table[name][i]) for i in timed)  # noqa: E731
-            model = ", ".join(f"{k} {int(f.attrs[k])}" for k in ("layers", "d_model", "heads", "seq_len", "vocab")
-                              if k in f.attrs)
-            return {"tokens_per_s": pick("tokens_per_s"), "step_time_s": pick("step_time_s"),
-                    "bubble": pick("bubble"), "loss": float(steps_table["loss"][timed[-1]]),
-                    "predicted_bubble": float(f.attrs["predicted_bubble"]),
-                    "schedule_kind": text_attribute(f.attrs, "schedule_kind"),
-                    "p": int(f.attrs["p"]), "m": int(f.attrs["m"]), "steps": steps, "model": model}
+        tl = open_timeline(Path(run_dir))
+        missing = [n for n in ("predicted_bubble", "schedule_kind") if n not in tl.attrs]
+        if missing:
+            raise BenchError(f"{tl.path}: missing root attribute(s) {', '.join(missing)}")
+        median = timeline_medians(tl, args.warmup, "tokens_per_s", "step_time_s", "bubble")
+        model = ", ".join(f"{k} {tl.attrs[k]}" for k in ("layers", "d_model", "heads", "seq_len", "vocab")
+                          if k in tl.attrs)
+        return dict(median, loss=float(tl.steps["loss"][-1]), predicted_bubble=tl.predicted_bubble,
+                    schedule_kind=tl.schedule, p=tl.p, m=tl.m, steps=steps, model=model)
 
 
 def real_part(args, env):

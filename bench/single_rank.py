@@ -13,15 +13,15 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import h5py
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "postprocess"))
+# The one reader of timeline.h5, shared with trident-post.
+from trident_post.timeline import PostError, Timeline, textbook_bubble  # noqa: E402,F401
 
 CONFIGS = {
     "small": dict(layers=6, d_model=384, heads=6, vocab=4096, seq_len=256, batch=8),
@@ -35,6 +35,21 @@ FLOP_FORMULA = "FLOPs/step = 6*N_nonembedding*B*T + 6*V*C*B*T + 6*L*B*T^2*C"
 
 class BenchError(Exception):
     """A failure the user must see; main() prints it and exits 1."""
+
+
+def open_timeline(path):
+    try:
+        return Timeline(path)
+    except PostError as e:
+        raise BenchError(str(e))
+
+
+def timeline_medians(tl, warmup, *columns):
+    """{column: median of /steps after step `warmup`}."""
+    try:
+        return tl.medians_after(warmup, *columns)
+    except PostError as e:
+        raise BenchError(str(e))
 
 
 def nonembedding_parameters(cfg):
@@ -90,49 +105,21 @@ def trident_overrides(cfg, steps, run_dir):
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 
 
-def text_attribute(attrs, name):
-    value = attrs[name]
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def read_timeline(path, warmup):
     """Median step time after warm-up and the BLAS facts trident recorded at start-up."""
-    if not path.is_file():
-        raise BenchError(f"trident exited 0 but wrote no {path}; expected the /steps table there")
-    with h5py.File(path, "r") as f:
-        if "steps" not in f:
-            raise BenchError(f"{path}: no /steps table")
-        steps = f["steps"]
-        # /steps is a compound dataset or a group of 1-D datasets; steps[name] reads a column of either.
-        fields = steps.dtype.names if isinstance(steps, h5py.Dataset) else list(steps.keys())
-        missing = [n for n in ("step", "step_time_s") if n not in fields]
-        missing += [n for n in ("gemm_peak_gflops", "blas_library", "blas_core", "blas_threads")
-                    if n not in f.attrs]
-        if missing:
-            raise BenchError(f"{path}: missing {', '.join(missing)} (need /steps columns step, "
-                             "step_time_s and root attributes gemm_peak_gflops, blas_library, "
-                             "blas_core, blas_threads)")
-
-        def column(name):
-            return [float(v) for v in steps[name][()]]
-
-        step_numbers = column("step")
-        timed = [i for i, s in enumerate(step_numbers) if s > warmup]
-        if not timed:
-            raise BenchError(f"{path}: no steps after the {warmup} warm-up steps "
-                             f"(steps recorded: {len(step_numbers)})")
-        step_time = column("step_time_s")
-        reported_gflops = column("achieved_gflops") if "achieved_gflops" in fields else None
-        return {
-            "seconds": statistics.median(step_time[i] for i in timed),
-            "reported_gflops": statistics.median(reported_gflops[i] for i in timed)
-            if reported_gflops else None,
-            "reported_flops": float(f.attrs["flops_per_step"]) if "flops_per_step" in f.attrs else None,
-            "gemm_peak_gflops": float(f.attrs["gemm_peak_gflops"]),
-            "blas": (f"{text_attribute(f.attrs, 'blas_library')}, core "
-                     f"{text_attribute(f.attrs, 'blas_core')}, "
-                     f"{text_attribute(f.attrs, 'blas_threads')} threads"),
-        }
+    tl = open_timeline(path)
+    missing = [n for n in ("gemm_peak_gflops", "blas_library", "blas_core", "blas_threads") if n not in tl.attrs]
+    if missing:
+        raise BenchError(f"{path}: missing root attribute(s) {', '.join(missing)}")
+    columns = ("step_time_s", "achieved_gflops") if "achieved_gflops" in tl.steps else ("step_time_s",)
+    median = timeline_medians(tl, warmup, *columns)
+    return {
+        "seconds": median["step_time_s"],
+        "reported_gflops": median.get("achieved_gflops"),
+        "reported_flops": float(tl.attrs["flops_per_step"]) if "flops_per_step" in tl.attrs else None,
+        "gemm_peak_gflops": float(tl.attrs["gemm_peak_gflops"]),
+        "blas": f"{tl.attrs['blas_library']}, core {tl.attrs['blas_core']}, {tl.attrs['blas_threads']} threads",
+    }
 
 
 def run_trident(args, cfg, env):

@@ -30,6 +30,12 @@ def add_parser(subparsers):
     return p
 
 
+def bubble_of(busy_s, ranks, span_s):
+    """1 − busy / (ranks × span): the one bubble formula, for a stage, a step or a whole run."""
+    capacity = ranks * span_s
+    return 1.0 - busy_s / capacity if capacity > 0 else 0.0
+
+
 def compute_mask(kinds):
     return np.isin(kinds, COMPUTE_KINDS)
 
@@ -74,7 +80,7 @@ def step_analysis(tl, step):
         busy = sum(r["busy_s"] for r in members)
         capacity = len(members) * span
         stages.append({"stage": s, "ranks": len(members), "busy_s": busy, "idle_s": capacity - busy,
-                       "bubble": 1.0 - busy / capacity if capacity > 0 else 0.0,
+                       "bubble": bubble_of(busy, len(members), span),
                        "peak_activation_bytes": (int(per_stage_peak[s]) if per_stage_peak is not None
                                                  and s < len(per_stage_peak) else None)})
     busy_total = sum(r["busy_s"] for r in ranks)
@@ -87,7 +93,7 @@ def step_analysis(tl, step):
         "step_events_span_s": step_end - step_start,
         "step_time_s": float(tl.steps["step_time_s"][row]) if row is not None else None,
         "busy_s": busy_total, "idle_s": capacity - busy_total,
-        "bubble": 1.0 - busy_total / capacity if capacity > 0 else 0.0,
+        "bubble": bubble_of(busy_total, world, span),
         "bubble_recorded": recorded, "bubble_theory": tl.theory_bubble, "bubble_predicted": tl.predicted_bubble,
         "stages": stages, "per_rank": ranks,
     }
@@ -110,8 +116,7 @@ def measured_bubbles(tl):
     np.maximum.at(last, inverse, t_end)
     span = last - first
     for i, step in enumerate(steps):
-        if span[i] > 0 and tl.world_size > 0:
-            out[int(step)] = float(1.0 - busy[i] / (tl.world_size * span[i]))
+        out[int(step)] = float(bubble_of(busy[i], tl.world_size, span[i]))
     return out
 
 

@@ -23,6 +23,11 @@ WHAT_A_TIMELINE_HAS = ("a trident timeline has /steps, /events and the root attr
                        + ", ".join(ROOT_ATTRIBUTES) + " (written by `trident run` as <output.dir>/timeline.h5)")
 
 
+def textbook_bubble(p, m):
+    """(p − 1) / (m + p − 1): GPipe / 1F1B with p equal stages and m micro-batches."""
+    return (p - 1) / (m + p - 1) if m + p - 1 > 0 else 0.0
+
+
 class PostError(Exception):
     """A problem the user can fix: printed as one line `trident-post: error: ...`, exit `code`."""
 
@@ -182,9 +187,7 @@ class Timeline:
 
     @property
     def theory_bubble(self):
-        """(p − 1) / (m + p − 1): GPipe / 1F1B with equal stages."""
-        p, m = self.p, self.m
-        return (p - 1) / (m + p - 1) if m + p - 1 > 0 else 0.0
+        return textbook_bubble(self.p, self.m)
 
     def grid_text(self):
         return f"tp{self.tp} x pp{self.pp} x dp{self.dp}"
@@ -202,6 +205,17 @@ class Timeline:
         """Index of `step` in /steps, or None."""
         rows = np.nonzero(self.step_numbers() == step)[0]
         return int(rows[-1]) if len(rows) else None
+
+    def medians_after(self, warmup, *columns):
+        """{column: median over the steps after step `warmup`} of /steps columns."""
+        lacking = [c for c in columns if c not in self.steps]
+        if lacking:
+            raise PostError(f"{self.path}: /steps lacks column(s) {', '.join(lacking)}")
+        timed = self.step_numbers() > warmup
+        if not timed.any():
+            raise PostError(f"{self.path}: no steps after the {warmup} warm-up steps "
+                            f"(steps recorded: {len(timed)})")
+        return {c: float(np.median(np.asarray(self.steps[c])[timed], axis=0)) for c in columns}
 
     def event_steps(self):
         return sorted(int(s) for s in np.unique(self.events["step"]))

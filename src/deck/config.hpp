@@ -36,7 +36,7 @@ struct ParallelConfig {
 };
 
 struct ScheduleConfig {
-  std::string kind = "1f1b";  // gpipe | 1f1b | interleaved-1f1b | zb-h1 | auto (schedule/generators.hpp)
+  std::string kind = "1f1b";  // gpipe | 1f1b | interleaved-1f1b | zb-h1 | auto (DESIGN.md "Schedules are data")
   int microbatches = 1;       // m: micro-batches per step on each data-parallel replica
   int micro_batch_size = 1;   // sequences per micro-batch
   int virtual_stages = 1;     // v: model chunks per pipeline rank (interleaved-1f1b needs >= 2)

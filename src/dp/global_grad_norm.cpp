@@ -10,7 +10,7 @@ namespace trident {
 namespace {
 
 bool counted_here(const ParamTensor& tensor, const ProcessGrid& grid) {
-  const bool tp_counted = tensor.tp_sharded() || grid.coords.tp == 0;
+  const bool tp_counted = tensor.tp_sharded() || grid.tp_rank() == 0;
   const bool tied_head_copy = tensor.name == "wte.weight" && !grid.first_stage();
   return tp_counted && !tied_head_copy;
 }
@@ -26,9 +26,9 @@ double global_grad_norm(const GradientSync& sync, const ProcessGrid& grid) {
       if (counted_here(tensor, grid)) local += sum_of_squares(grads + held_at, count);
     });
   }
-  double total = grid.tp->all_reduce_sum(local);
-  total = grid.pp->all_reduce_sum(total);
-  if (sync.zero1()) total = grid.dp->all_reduce_sum(total);
+  double total = grid.tp_group->all_reduce_sum(local);
+  total = grid.pp_group->all_reduce_sum(total);
+  if (sync.zero1()) total = grid.dp_group->all_reduce_sum(total);
   return std::sqrt(total);
 }
 

@@ -13,7 +13,7 @@
 
 namespace trident {
 
-// Collective over grid.tp, grid.pp and (ZeRO-1) grid.dp; call after sync.finish(). The same value
+// Collective over grid.tp_group, pp_group and (ZeRO-1) dp_group; call after sync.finish(). The same value
 // on every rank.
 double global_grad_norm(const GradientSync& sync, const ProcessGrid& grid);
 

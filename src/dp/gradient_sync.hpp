@@ -1,8 +1,9 @@
 // Data-parallel gradient reduction overlapped with backward (DESIGN.md "Parallel semantics").
 //
-// The trainer passes hook() to the backward of a step's last micro-batch. As soon as every
-// gradient of a bucket (dp/buckets.hpp) is final, the bucket's reduction starts without blocking;
-// finish() then waits for what is still in flight. Afterwards the gradients are SUMMED over the
+// The pipeline stage (pipeline/model_stage.hpp) hands hook() to the model's backward, or W, after
+// which a chunk's weight gradients of the step are final; the model reports each range of
+// gradients as it completes, and as soon as every gradient of a bucket (dp/buckets.hpp) is final,
+// the bucket's reduction starts without blocking. finish() then waits for what is still in flight. Afterwards the gradients are SUMMED over the
 // dp group: with loss_scale = 1 / (tokens of the global batch), that sum is the gradient of the
 // global-batch mean loss.
 //

@@ -46,9 +46,9 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   if (config.pp == 1) return make_local_comm();
   // Every rank takes part in the split (it is collective); middle stages opt out.
   const bool member = grid.first_stage() || grid.last_stage();
-  const int color = member ? grid.coords.tp + config.tp * grid.coords.dp : MPI_UNDEFINED;
+  const int color = member ? grid.tp_rank() + config.tp * grid.dp_rank() : MPI_UNDEFINED;
   MPI_Comm split = MPI_COMM_NULL;
-  MPI_Comm_split(world, color, grid.coords.pp, &split);
+  MPI_Comm_split(world, color, grid.pp_rank(), &split);
   if (!member) return make_local_comm();
   auto comm = group_comm(split, Traffic::collectives);
   MPI_Comm_free(&split);
@@ -64,10 +64,10 @@ ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config) {
   MPI_Comm_size(world, &grid.world_size);
   grid.coords = rank_to_coords(grid.world_rank, config);
   // Same call order on every rank: MPI_Comm_split is collective over `world`.
-  grid.tp = axis_comm(world, grid.world_rank, Axis::tp, config);
-  grid.pp = axis_comm(world, grid.world_rank, Axis::pp, config);
-  grid.dp = axis_comm(world, grid.world_rank, Axis::dp, config);
-  grid.embedding = embedding_comm(world, grid);
+  grid.tp_group = std::make_unique<TimedComm>(axis_comm(world, grid.world_rank, Axis::tp, config));
+  grid.pp_group = axis_comm(world, grid.world_rank, Axis::pp, config);
+  grid.dp_group = axis_comm(world, grid.world_rank, Axis::dp, config);
+  grid.embedding_group = embedding_comm(world, grid);
   return grid;
 }
 

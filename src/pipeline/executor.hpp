@@ -1,10 +1,8 @@
-// Runs one pipeline rank's action list for one training step (DESIGN.md "Schedules are data").
+// Runs one pipeline rank's lowered action list (schedule/messages.hpp: RECV, COMPUTE, SEND) for one
+// training step (DESIGN.md "Schedules are data").
 //
-// Every F receives its input from the rank of the previous virtual stage and sends its output to
-// the next; every B or I receives the output gradient from the next virtual stage and sends the
-// input gradient back. Messages are non-blocking; the receives of the next few actions are posted
-// ahead of time, each with a tag unique to (micro-batch, virtual stage, direction), and sends
-// complete in the background while the rank computes. TP ranks of a stage all run the same list
+// Messages are non-blocking: the receives of the next few RECV ops are posted ahead of time, and
+// sends complete in the background while the rank computes. TP ranks of a stage all run the same list
 // and each talks to its peer (same tp and dp coordinates) in the neighbouring stage: that is the
 // `pipeline` group.
 //
@@ -22,13 +20,13 @@
 #include "common/timeline_event.hpp"
 #include "kernels/device.hpp"
 #include "pipeline/stage_compute.hpp"
+#include "schedule/messages.hpp"
 #include "schedule/schedule.hpp"
 
 namespace trident {
 
 struct PipelineStepResult {
   double loss_sum = 0.0;           // sum of the micro-batch loss sums on the last virtual stage, else 0
-  int peak_in_flight = 0;          // most micro-batch chunks between their F and their B (or W)
   std::vector<TimelineEvent> events;  // this rank's actions and message waits, on `clock`
 };
 
@@ -48,13 +46,13 @@ class PipelineExecutor {
   PipelineStepResult run_step(StageCompute& compute);
 
  private:
-  struct Transfer;
-
-  Schedule schedule_;
+  std::vector<StepOp> ops_;  // this rank's lowered list
+  int chunks_;
+  // Per chunk: the index in ops_ of the compute op after which its weight gradients are final.
+  std::vector<std::size_t> last_weight_op_;
   Comm& pipeline_;
   Options options_;
-  int rank_;
-  std::vector<FloatBuffer> free_buffers_;
+  std::vector<FloatBuffer> free_buffers_;  // message buffers, reused from step to step
 };
 
 }  // namespace trident

@@ -15,14 +15,14 @@ void TextTable::add_row(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
-void TextTable::print(std::ostream& out, const std::string& indent) const {
+void TextTable::print(std::ostream& out) const {
   std::vector<std::size_t> widths(headers_.size());
   for (std::size_t col = 0; col < headers_.size(); ++col) {
     widths[col] = headers_[col].size();
     for (const auto& row : rows_) widths[col] = std::max(widths[col], row[col].size());
   }
   const auto print_line = [&](const std::vector<std::string>& cells) {
-    std::string line = indent;
+    std::string line = "  ";
     for (std::size_t col = 0; col < cells.size(); ++col) {
       const std::string padding(widths[col] - cells[col].size(), ' ');
       if (col > 0) line += "  ";

@@ -15,7 +15,8 @@ class TextTable {
   // Rows shorter than the header are padded with empty cells.
   void add_row(std::vector<std::string> cells);
 
-  void print(std::ostream& out, const std::string& indent = "  ") const;
+  // Indented by two spaces, as every table of `trident plan`.
+  void print(std::ostream& out) const;
 
  private:
   std::vector<std::string> headers_;

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "schedule/dependencies.hpp"
 #include "schedule/schedule.hpp"
 
 namespace trident {
 namespace {
 
-double duration(const ActionCosts::Stage& stage, ActionKind kind) {
+double action_duration(const ActionCosts::Stage& stage, ActionKind kind) {
   switch (kind) {
     case ActionKind::forward: return stage.forward;
     case ActionKind::backward: return stage.backward;
@@ -60,75 +61,25 @@ SimulatedStep simulate(const Schedule& schedule, const ActionCosts& costs) {
   }
   check_costs(schedule, costs);
 
-  const int p = schedule.stages, m = schedule.microbatches, v = schedule.chunks;
-  const int last = p * v - 1;
-  std::vector<int> owner(p * v);
-  for (int rank = 0; rank < p; ++rank) {
-    for (int chunk = 0; chunk < v; ++chunk) owner[schedule.virtual_stage[rank][chunk]] = rank;
-  }
-  // End times per [virtual stage][micro-batch]; negative = not yet run. "gradient" = B or I, what
-  // the previous virtual stage receives; "input" = I alone, what W waits for.
-  std::vector<std::vector<double>> forward_end(p * v, std::vector<double>(m, -1.0));
-  std::vector<std::vector<double>> gradient_end = forward_end, input_end = forward_end;
+  const LoweredSchedule lowered = lower_schedule(schedule);
+  const auto duration = [&](int rank, const StepOp& op) {
+    return action_duration(costs.per_virtual_stage[schedule.virtual_stage[rank][op.action.chunk]], op.action.kind);
+  };
+  const ScheduleWalk walk = walk_schedule(lowered, duration, costs.p2p_latency);
 
   SimulatedStep step;
-  step.per_rank.assign(p, {});
-  std::vector<double> rank_free(p, 0.0);
-  std::vector<int> next(p, 0);
-
-  // When the output of the action at (stage, j) that this one needs reaches `rank`; negative when
-  // it has not run yet. Messages between ranks take p2p_latency; a chunk's hand-off to another
-  // chunk on the same rank is free. The rules are the validator's (validate.cpp).
-  const auto arrival = [&](const std::vector<std::vector<double>>& end, int stage, int j, int rank) {
-    const double t = end[stage][j];
-    if (t < 0.0) return -1.0;
-    return owner[stage] == rank ? t : t + costs.p2p_latency;
-  };
-  const auto ready_time = [&](int rank, const Action& action) {
-    const int s = schedule.virtual_stage[rank][action.chunk], j = action.microbatch;
-    switch (action.kind) {
-      case ActionKind::forward: return s == 0 ? 0.0 : arrival(forward_end, s - 1, j, rank);
-      case ActionKind::backward:
-      case ActionKind::input_grad: {
-        const double own = forward_end[s][j];
-        const double gradient = s == last ? 0.0 : arrival(gradient_end, s + 1, j, rank);
-        return own < 0.0 || gradient < 0.0 ? -1.0 : std::max(own, gradient);
-      }
-      case ActionKind::weight_grad: return input_end[s][j];
-    }
-    return -1.0;
-  };
-
-  // Dependency-driven: run any rank whose next action has its inputs. The validator proved this
-  // reaches the end; the times do not depend on the order in which ranks are visited.
   double busy = 0.0;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int rank = 0; rank < p; ++rank) {
-      const std::vector<Action>& list = schedule.actions[rank];
-      while (next[rank] < static_cast<int>(list.size())) {
-        const Action& action = list[next[rank]];
-        const double ready = ready_time(rank, action);
-        if (ready < 0.0) break;
-        const int s = schedule.virtual_stage[rank][action.chunk];
-        TimedAction timed{action, std::max(rank_free[rank], ready), 0.0};
-        timed.end = timed.start + duration(costs.per_virtual_stage[s], action.kind);
-        busy += timed.end - timed.start;
-        rank_free[rank] = timed.end;
-        if (action.kind == ActionKind::forward) forward_end[s][action.microbatch] = timed.end;
-        if (action.kind == ActionKind::backward || action.kind == ActionKind::input_grad) {
-          gradient_end[s][action.microbatch] = timed.end;
-        }
-        if (action.kind == ActionKind::input_grad) input_end[s][action.microbatch] = timed.end;
-        step.per_rank[rank].push_back(timed);
-        ++next[rank];
-        progress = true;
-      }
+  for (std::size_t rank = 0; rank < lowered.size(); ++rank) {
+    step.per_rank.emplace_back();
+    for (std::size_t i = 0; i < lowered[rank].size(); ++i) {
+      const OpTimes& times = walk.times[rank][i];
+      step.step_time = std::max(step.step_time, times.end);
+      if (lowered[rank][i].kind != OpKind::compute) continue;
+      step.per_rank[rank].push_back(TimedAction{lowered[rank][i].action, times.start, times.end});
+      busy += times.end - times.start;
     }
   }
-
-  step.step_time = *std::max_element(rank_free.begin(), rank_free.end());
-  step.bubble = step.step_time > 0.0 ? 1.0 - busy / (p * step.step_time) : 0.0;
+  step.bubble = step.step_time > 0.0 ? 1.0 - busy / (schedule.stages * step.step_time) : 0.0;
   for (const std::vector<Action>& list : schedule.actions) step.peak_in_flight.push_back(peak_in_flight(list));
   return step;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/dependencies.hpp"
 #include "schedule/schedule.hpp"
 
 namespace trident {
@@ -16,7 +17,7 @@ struct Placement {
 };
 
 // The table's shape, and that it places every virtual stage 0 .. p·v − 1 exactly once.
-std::string shape_problem(const Schedule& schedule, std::vector<Placement>& placement) {
+std::string shape_problem(const Schedule& schedule) {
   const int p = schedule.stages, v = schedule.chunks;
   if (p < 1 || schedule.microbatches < 1 || v < 1) {
     return "the schedule needs at least 1 stage, 1 micro-batch and 1 chunk per rank, but has p = " +
@@ -30,7 +31,7 @@ std::string shape_problem(const Schedule& schedule, std::vector<Placement>& plac
     return "the schedule has " + number(p) + " stages but virtual_stage rows for " +
            number(static_cast<int>(schedule.virtual_stage.size())) + " ranks.";
   }
-  placement.assign(p * v, Placement{});
+  std::vector<Placement> placement(p * v);
   for (int rank = 0; rank < p; ++rank) {
     const std::vector<int>& row = schedule.virtual_stage[rank];
     if (static_cast<int>(row.size()) != v) {
@@ -114,71 +115,43 @@ std::string completeness_problem(const Schedule& schedule) {
   return "";
 }
 
-// Runs every rank's list in order with dependencies only (sends never block; an action waits for
-// the inputs it receives). If no rank can move before all are done, the schedule deadlocks.
-// The dependency rules are the simulator's (simulate.cpp); keep the two in step.
-std::string deadlock_problem(const Schedule& schedule, const std::vector<Placement>& placement) {
-  const int p = schedule.stages, m = schedule.microbatches, v = schedule.chunks;
-  const int last = p * v - 1;
-  // forward_done / gradient_done [virtual stage][micro-batch]; "gradient" = B or I, what the
-  // previous virtual stage receives.
-  std::vector<std::vector<char>> forward_done(p * v, std::vector<char>(m, 0));
-  std::vector<std::vector<char>> gradient_done = forward_done;
-  std::vector<int> next(p, 0);
-
-  const auto stage_of = [&](int rank, const Action& action) { return schedule.virtual_stage[rank][action.chunk]; };
-  const auto ready = [&](int rank, const Action& action) {
-    const int s = stage_of(rank, action), j = action.microbatch;
-    switch (action.kind) {
-      case ActionKind::forward: return s == 0 || forward_done[s - 1][j] != 0;
-      case ActionKind::backward:
-      case ActionKind::input_grad: return forward_done[s][j] && (s == last || gradient_done[s + 1][j]);
-      case ActionKind::weight_grad: return gradient_done[s][j] != 0;
+// Why `rank` stopped in the walk: its own F comes later in its list, or it receives a message
+// whose sender is stopped itself (or comes later in its own list).
+std::string stopped_rank_problem(const LoweredSchedule& lowered, const ScheduleWalk& walk, int rank, int chunks) {
+  const auto stuck_at = [&](int who) {
+    const StepOp& op = lowered[who][walk.stopped_at[who]];
+    return to_string(op.action, chunks) + " (its action " + number(op.action_index) + ")";
+  };
+  const StepOp& op = lowered[rank][walk.stopped_at[rank]];
+  const auto forward_ran = [&] {
+    for (int i = 0; i < walk.stopped_at[rank]; ++i) {
+      const Action& done = lowered[rank][i].action;
+      if (lowered[rank][i].kind == OpKind::compute && done.kind == ActionKind::forward &&
+          done.chunk == op.action.chunk && done.microbatch == op.action.microbatch)
+        return true;
     }
     return false;
   };
-
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int rank = 0; rank < p; ++rank) {
-      const std::vector<Action>& list = schedule.actions[rank];
-      while (next[rank] < static_cast<int>(list.size()) && ready(rank, list[next[rank]])) {
-        const Action& action = list[next[rank]++];
-        const int s = stage_of(rank, action);
-        if (action.kind == ActionKind::forward) forward_done[s][action.microbatch] = 1;
-        if (action.kind == ActionKind::backward || action.kind == ActionKind::input_grad) {
-          gradient_done[s][action.microbatch] = 1;
-        }
-        progress = true;
-      }
-    }
+  if (needs_own_forward(op.action.kind) && !forward_ran()) {
+    return "deadlock: rank " + number(rank) + " is stuck at " + stuck_at(rank) + ", waiting for its own " +
+           to_string(Action{ActionKind::forward, op.action.microbatch, op.action.chunk}, chunks) +
+           ", which comes later in its list.";
   }
+  const std::string where =
+      op.peer == rank ? "which comes later in its own list" : "which is itself stuck at " + stuck_at(op.peer);
+  return "deadlock: rank " + number(rank) + " is stuck at " + stuck_at(rank) + ", waiting for the " +
+         direction_name(op.direction) + " of micro-batch " + number(op.action.microbatch) + " from virtual stage " +
+         number(op.peer_virtual_stage) + " on rank " + number(op.peer) + ", " + where + ".";
+}
 
-  const auto stuck_at = [&](int rank) {
-    return to_string(schedule.actions[rank][next[rank]], v) + " (its action " + number(next[rank]) + ")";
-  };
-  for (int rank = 0; rank < p; ++rank) {
-    if (next[rank] == static_cast<int>(schedule.actions[rank].size())) continue;
-    const Action& action = schedule.actions[rank][next[rank]];
-    const int s = stage_of(rank, action), j = action.microbatch;
-    std::string waits_for;
-    int source = -1;  // virtual stage whose output this action waits for
-    if (action.kind == ActionKind::forward) {
-      waits_for = "the activation of micro-batch " + number(j);
-      source = s - 1;
-    } else if (action.kind == ActionKind::weight_grad || !forward_done[s][j]) {
-      const ActionKind own = action.kind == ActionKind::weight_grad ? ActionKind::input_grad : ActionKind::forward;
-      return "deadlock: rank " + number(rank) + " is stuck at " + stuck_at(rank) + ", waiting for its own " +
-             to_string(Action{own, j, action.chunk}, v) + ", which comes later in its list.";
-    } else {
-      waits_for = "the gradient of micro-batch " + number(j);
-      source = s + 1;
-    }
-    const int other = placement[source].rank;
-    std::string where = other == rank ? "which comes later in its own list"
-                                      : "which is itself stuck at " + stuck_at(other);
-    return "deadlock: rank " + number(rank) + " is stuck at " + stuck_at(rank) + ", waiting for " + waits_for +
-           " from virtual stage " + number(source) + " on rank " + number(other) + ", " + where + ".";
+// Walks the lowered schedule with unit costs (dependencies.hpp): if ranks stop before all are done,
+// the first stopped rank names what it waits for.
+std::string deadlock_problem(const Schedule& schedule) {
+  const LoweredSchedule lowered = lower_schedule(schedule);
+  const ScheduleWalk walk = walk_schedule(lowered, [](int, const StepOp&) { return 1.0; }, 0.0);
+  for (int rank = 0; rank < schedule.stages; ++rank) {
+    if (walk.stopped_at[rank] < static_cast<int>(lowered[rank].size()))
+      return stopped_rank_problem(lowered, walk, rank, schedule.chunks);
   }
   return "";
 }
@@ -186,10 +159,9 @@ std::string deadlock_problem(const Schedule& schedule, const std::vector<Placeme
 }  // namespace
 
 std::string find_schedule_problem(const Schedule& schedule) {
-  std::vector<Placement> placement;
-  if (std::string problem = shape_problem(schedule, placement); !problem.empty()) return problem;
+  if (std::string problem = shape_problem(schedule); !problem.empty()) return problem;
   if (std::string problem = completeness_problem(schedule); !problem.empty()) return problem;
-  return deadlock_problem(schedule, placement);
+  return deadlock_problem(schedule);
 }
 
 }  // namespace trident

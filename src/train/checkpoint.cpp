@@ -34,7 +34,7 @@ ParamStore whole_model_layout(const ModelConfig& cfg) {
 // Exactly one copy of every element is written and checksummed: the dp = 0 replica's, of a tensor
 // every TP rank holds whole tp rank 0's, and of the tied wte the first stage's.
 bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
-  return grid.coords.dp == 0 && (tensor.tp_sharded() || grid.coords.tp == 0) &&
+  return grid.dp_rank() == 0 && (tensor.tp_sharded() || grid.tp_rank() == 0) &&
          (tensor.name != "wte.weight" || grid.first_stage());
 }
 

@@ -122,17 +122,16 @@ struct Trainer::State {
   State(const Deck& d, MPI_Comm w, std::ostream& l)
       : deck(d),
         world(w),
-        grid(timing_tp(make_process_grid(w, d.parallel))),
-        tp_comm(static_cast<TimedComm&>(*grid.tp)),
+        grid(make_process_grid(w, d.parallel)),
         log(l),
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp),
         schedule(checked(deck_schedule(d))),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
-        model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp,
-              stage_chunks(schedule, partition, grid.coords.pp),
+        model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp_group,
+              stage_chunks(schedule, partition, grid.pp_rank()),
               d.schedule.recompute == "full" ? Recompute::full : Recompute::none),
-        sync(model.params(), *grid.dp, static_cast<std::size_t>(d.parallel.bucket_mb * (1 << 20)),
+        sync(model.params(), *grid.dp_group, static_cast<std::size_t>(d.parallel.bucket_mb * (1 << 20)),
              d.parallel.zero == 1),
         optimizer(make_optimizer(d, model, sync)),
         inputs(microbatch_buffers(d, "inputs")),
@@ -140,7 +139,7 @@ struct Trainer::State {
         host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
         host_targets(Kokkos::create_mirror(targets[0])),
         clock(w),
-        executor(schedule, *grid.pp,
+        executor(schedule, *grid.pp_group,
                  {static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len * d.model.d_model,
                   d.schedule.timeout_s, [this] { return now(); },
                   [this](const std::string& what) { abort_job(what); }}),
@@ -157,24 +156,17 @@ struct Trainer::State {
     return clock.now();
   }
   [[noreturn]] void abort_job(const std::string& what) const {
-    std::cerr << "trident: world rank " << grid.world_rank << " (tp " << grid.coords.tp << ", pp " << grid.coords.pp
-              << ", dp " << grid.coords.dp << "): watchdog: " << what << ". Aborting the job." << std::endl;
+    std::cerr << "trident: world rank " << grid.world_rank << " (tp " << grid.tp_rank() << ", pp " << grid.pp_rank()
+              << ", dp " << grid.dp_rank() << "): watchdog: " << what << ". Aborting the job." << std::endl;
     MPI_Abort(world, kExitRuntimeFailure);
     std::abort();
   }
 
   bool is_root() const { return grid.world_rank == 0; }
 
-  // The model's TP collectives, timed: the step's tp_comm_s.
-  static ProcessGrid timing_tp(ProcessGrid grid) {
-    grid.tp = std::make_unique<TimedComm>(std::move(grid.tp));
-    return grid;
-  }
-
   Deck deck;
   MPI_Comm world;
   ProcessGrid grid;
-  TimedComm& tp_comm;  // grid.tp
   std::ostream& log;
   BatchWindows windows;
   Schedule schedule;
@@ -289,10 +281,10 @@ int Trainer::run() {
 
   for (int step = s.start_step + 1; step <= deck.train.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
-    s.tp_comm.take_blocked_seconds();  // not the checkpoint's gathers between steps
+    s.grid.tp_group->take_blocked_seconds();  // not the checkpoint's gathers between steps
     s.model.zero_grads();
     for (int mb = 0; mb < microbatches; ++mb) {
-      s.windows.fill(step, s.grid.coords.dp, mb, s.host_inputs.data(), s.host_targets.data());
+      s.windows.fill(step, s.grid.dp_rank(), mb, s.host_inputs.data(), s.host_targets.data());
       Kokkos::deep_copy(s.inputs[mb], s.host_inputs);
       Kokkos::deep_copy(s.targets[mb], s.host_targets);
     }
@@ -302,18 +294,18 @@ int Trainer::run() {
     // then let data parallelism reduce it with the rest.
     if (const ParamTensor* wte = s.wte) {
       const double t0 = s.now();
-      s.grid.embedding->all_reduce_sum(wte->in(s.model.params().grads), wte->size);
-      if (s.grid.embedding->size() > 1)
+      s.grid.embedding_group->all_reduce_sum(wte->in(s.model.params().grads), wte->size);
+      if (s.grid.embedding_group->size() > 1)
         s.events.record({EventKind::allreduce_embedding, -1, -1, t0, s.now(),
                                    static_cast<std::int64_t>(wte->size * sizeof(float))});
       s.sync.on_grads_ready(wte->offset, wte->size);
     }
     const double reduce_start = s.now();
     s.sync.finish();
-    if (s.grid.dp->size() > 1) s.events.record({EventKind::allreduce_dp, -1, -1, reduce_start, s.now(), 0});
+    if (s.grid.dp_group->size() > 1) s.events.record({EventKind::allreduce_dp, -1, -1, reduce_start, s.now(), 0});
     // The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas
     // hold their share.
-    const double loss_sum = s.grid.pp->all_reduce_sum(s.grid.dp->all_reduce_sum(pipeline.loss_sum));
+    const double loss_sum = s.grid.pp_group->all_reduce_sum(s.grid.dp_group->all_reduce_sum(pipeline.loss_sum));
     const double loss = loss_sum / static_cast<double>(deck.tokens_per_step());
     const double grad_norm = global_grad_norm(s.sync, s.grid);
     const double lr = learning_rate(step, deck.train);
@@ -321,16 +313,16 @@ int Trainer::run() {
     s.optimizer->step(s.model.params(), step, lr, static_cast<float>(clip_factor(grad_norm, deck.train.grad_clip)));
     Kokkos::fence();
     s.events.record({EventKind::optimizer, -1, -1, optimizer_start, s.now(), 0});
-    const double tp_comm_seconds = s.tp_comm.take_blocked_seconds();
+    const double tp_comm_seconds = s.grid.tp_group->take_blocked_seconds();
     // The gather synchronises the ranks; waiting for the slowest one is the step's imbalance, not
     // the recording's cost, so it happens before the clock starts.
     MPI_Barrier(s.world);
     const double gather_start = s.now();
     const std::vector<EventRow> rows =
-        gather_events(s.world, s.events, s.grid.coords.tp, s.grid.coords.pp, s.grid.coords.dp, step);
+        gather_events(s.world, s.events, s.grid.tp_rank(), s.grid.pp_rank(), s.grid.dp_rank(), step);
     const double gather_seconds = s.now() - gather_start;
     std::vector<std::int64_t> stage_peaks(static_cast<std::size_t>(deck.parallel.pp), 0);
-    stage_peaks[static_cast<std::size_t>(s.grid.coords.pp)] = static_cast<std::int64_t>(s.model.peak_activation_bytes());
+    stage_peaks[static_cast<std::size_t>(s.grid.pp_rank())] = static_cast<std::int64_t>(s.model.peak_activation_bytes());
     MPI_Reduce(s.is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp, MPI_INT64_T,
                MPI_MAX, 0, s.world);
     // Whichever rank waited longest shows what communication and imbalance cost the step; rank 0

@@ -12,7 +12,7 @@ from conftest import TrainingJob, read_steps
 from equivalence import final_weights, latest_checkpoint_group
 
 # Constant learning rate: a run that stops early has the same schedule as one that goes on.
-BASE = ("train.decay=constant", "train.warmup_steps=0", "train.lr=1e-3", "schedule.micro_batch_size=2",
+BASE = ("model.layers=8", "train.decay=constant", "train.warmup_steps=0", "train.lr=1e-3", "schedule.micro_batch_size=2",
         "checkpoint.every=5")
 GRID_221 = ("parallel.tp=2", "parallel.pp=2", "parallel.dp=1", "schedule.microbatches=4")
 
@@ -34,18 +34,38 @@ def test_resume_is_bitwise_on_the_same_grid(trident_run, tmp_path):
             np.testing.assert_array_equal(y[key], x[key], err_msg=f"{label}: {key}")
 
 
-@pytest.mark.parametrize("grid", [("parallel.tp=1", "parallel.pp=1", "parallel.dp=2", "schedule.microbatches=2"),
-                                  ("parallel.tp=2", "parallel.pp=1", "parallel.dp=2", "schedule.microbatches=2")])
-def test_checkpoint_resumes_on_another_grid(trident_run, tmp_path, grid):
-    _, writer = trident_run(*BASE, *GRID_221, "train.steps=5", ranks=4)
+def grid(tp, pp, dp, kind="1f1b", v=1):
+    """Overrides for a tp x pp x dp grid with the schedule `kind` over v virtual stages; the
+    micro-batches per replica keep the global batch at 4 micro-batches of 2."""
+    return (f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}", f"schedule.kind={kind}",
+            f"schedule.virtual_stages={v}", f"schedule.microbatches={4 // dp}"), tp * pp * dp
+
+
+# (written on, resumed on): other tp and dp, a deeper and a shallower pipeline, interleaving
+# switched on and off (the virtual stages change the layers each rank holds), tp and pp at once.
+RESHARDING = [
+    pytest.param((2, 2, 1), (1, 1, 2), id="2x2x1-to-1x1x2"),
+    pytest.param((2, 2, 1), (2, 1, 2), id="2x2x1-to-2x1x2"),
+    pytest.param((1, 2, 1), (1, 3, 1), id="pp2-to-pp3"),
+    pytest.param((1, 1, 1), (1, 4, 1, "interleaved-1f1b", 2), id="pp1-to-pp4-interleaved"),
+    pytest.param((1, 4, 1, "interleaved-1f1b", 2), (2, 2, 1), id="pp4-interleaved-to-tp2-pp2"),
+]
+
+
+@pytest.mark.parametrize("written_on,resumed_on", RESHARDING)
+def test_checkpoint_resumes_on_another_grid(trident_run, written_on, resumed_on):
+    """Steps 6 to 8 resumed from step 5's checkpoint on another grid give the losses that the
+    writing run had on its own grid (which resumes bitwise: the test above)."""
+    overrides, ranks = grid(*written_on)
+    _, writer = trident_run(*BASE, *overrides, "train.steps=8", ranks=ranks)
     checkpoint = writer / "checkpoints" / "step_00000005.h5"
-    _, same = trident_run(*BASE, *GRID_221, "train.steps=8", f"checkpoint.resume={checkpoint}", ranks=4)
-    ranks = int(grid[0][-1]) * int(grid[1][-1]) * int(grid[2][-1])
-    proc, other = trident_run(*BASE, *grid, "train.steps=8", f"checkpoint.resume={checkpoint}", ranks=ranks)
-    assert "written on grid 2x2x1" in proc.stdout, proc.stdout
-    a, b = read_steps(same), read_steps(other)
+    overrides, ranks = grid(*resumed_on)
+    proc, other = trident_run(*BASE, *overrides, "train.steps=8", f"checkpoint.resume={checkpoint}", ranks=ranks)
+    tp, pp, dp = written_on[:3]
+    assert f"written on grid {tp}x{pp}x{dp}" in proc.stdout, proc.stdout
+    a, b = read_steps(writer), read_steps(other)
     np.testing.assert_array_equal(b["step"], [6, 7, 8])
-    np.testing.assert_allclose(b["loss"], a["loss"], rtol=1e-5)
+    np.testing.assert_allclose(b["loss"], a["loss"][5:], rtol=1e-5)
 
 
 def corrupt_truncate(path):

@@ -73,16 +73,16 @@ double expected_sum_of_squares(int stages) {
 // This rank's slice of its stage, with gradients that sum over dp to the reduced ones: dp rank 0
 // holds them, the other replicas hold zeros.
 ParamStore rank_store(const ProcessGrid& grid) {
-  ParamStore params(grid.coords.tp, grid.config.tp);
-  for (const TensorSpec& spec : stage_tensors(grid.coords.pp, grid.config.pp))
+  ParamStore params(grid.tp_rank(), grid.tp_size());
+  for (const TensorSpec& spec : stage_tensors(grid.pp_rank(), grid.pp_size()))
     params.add(spec.name, spec.shape, spec.shard_dim, spec.shard_blocks);
   params.allocate();
   std::vector<float> grads(params.total_size(), 0.0f);
-  if (grid.coords.dp == 0)
+  if (grid.dp_rank() == 0)
     for (const ParamTensor& tensor : params.tensors())
       for (std::size_t i = 0; i < tensor.size; ++i) {
-        const std::int64_t global = global_index(tensor, static_cast<std::int64_t>(i), grid.coords.tp, grid.config.tp);
-        grads[tensor.offset + i] = global < 0 ? 0.0f : reduced_gradient(tensor.name, grid.coords.pp, global);
+        const std::int64_t global = global_index(tensor, static_cast<std::int64_t>(i), grid.tp_rank(), grid.tp_size());
+        grads[tensor.offset + i] = global < 0 ? 0.0f : reduced_gradient(tensor.name, grid.pp_rank(), global);
       }
   from_host(params.grads, grads);
   return params;
@@ -108,7 +108,7 @@ TEST(GlobalGradNorm, CountsEveryElementOnceOnEveryGrid) {
     const double expected = std::sqrt(expected_sum_of_squares(config.pp));
     for (bool zero1 : {false, true}) {
       ParamStore params = rank_store(grid);
-      GradientSync sync(params, *grid.dp, 3 * sizeof(float), zero1);  // pieces cut tensors
+      GradientSync sync(params, *grid.dp_group, 3 * sizeof(float), zero1);  // pieces cut tensors
       sync.finish();
       EXPECT_DOUBLE_EQ(global_grad_norm(sync, grid), expected)
           << "tp " << config.tp << ", pp " << config.pp << ", dp " << config.dp << (zero1 ? ", ZeRO-1" : "");

@@ -9,56 +9,77 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import TrainingJob, read_steps, run_trident
+from conftest import TrainingJob, run_trident
 
-# One time unit: F = 1, B = 2, I = W = 1. Each message hop costs the receiving rank a wake-up, which
-# on a shared 2-core machine can take a scheduler tick (a few ms): at 200 ms per unit that stays a
-# fraction of a percentage point of the bubble.
-UNIT_MS = 200
-EMULATED = ("model.layers=8", "train.steps=3", "schedule.micro_batch_size=1", "checkpoint.every=0",
+# One time unit: F = 1, B = 2, I = W = 1.
+UNIT_MS = 50
+INTENDED_MS = {"F": UNIT_MS, "B": 2 * UNIT_MS, "I": UNIT_MS, "W": UNIT_MS}
+STEPS = 4
+EMULATED = ("model.layers=16", f"train.steps={STEPS}", "schedule.micro_batch_size=1", "checkpoint.every=0",
             "emulate.enabled=true", f"emulate.forward_ms={UNIT_MS}", f"emulate.backward_ms={2 * UNIT_MS}",
             f"emulate.input_grad_ms={UNIT_MS}", f"emulate.weight_grad_ms={UNIT_MS}")
 
 
+def release_only(values):
+    """A case the sanitizer build leaves out: it checks the executor's memory once, on 4 ranks."""
+    return pytest.param(*values, marks=pytest.mark.skipif(os.environ.get("TRIDENT_SANITIZED") == "1",
+                                                         reason="release build only"))
+
+
+def bubble_of_intended_times(run_dir, step, p):
+    """1 − (the actions' intended busy time) / (p · the step's measured span), from /events.
+
+    Every action sleeps to a deadline set when it starts, so it lasts at least its intended time,
+    and it starts only once its messages are in: the measured span can only exceed the schedule's
+    makespan, never fall short of it. Anything from outside (a rank descheduled, a late wake-up,
+    message latency) therefore raises this bubble and nothing lowers it, so the least value over
+    the steps is the executor's own. (The bubble of the measured busy times would not do: an
+    overrun that holds no one up adds busy time and lowers it.)"""
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        events = f["events"]
+        kind = events["kind"].asstr()[:].astype(str)
+        chosen = (events["step"][:] == step) & np.isin(kind, list(INTENDED_MS))
+        t_start, t_end = events["t_start"][:][chosen], events["t_end"][:][chosen]
+        busy_ms = sum(INTENDED_MS[k] for k in kind[chosen])
+    span_ms = 1000.0 * (t_end.max() - t_start.min())
+    return 1.0 - busy_ms / (p * span_ms)
+
+
 @pytest.fixture(scope="module")
 def emulated_bubble(tmp_path_factory):
-    """(measured, predicted) bubble of the emulated p = 4, m = 8 run of a schedule, run once per module.
-
-    The measured value is the least bubble of the steps after the first (which also warms up).
-    Delays from outside (a descheduled rank, a late wake-up on a shared machine) only ever add idle
-    time, since every action sleeps to a fixed deadline; so the least bubble is the executor's own,
-    and a step that meets a stall of the machine shows more. The CI machine has shown such stalls:
-    with the median of two steps, gpipe came out 3.9 points and interleaved 2.5 points over the
-    simulator in a run where 1f1b and zb-h1 matched."""
+    """(least measured, predicted) bubble of the emulated run of a schedule over the steps after
+    the first (which also warms up); each configuration runs once per module."""
     results = {}
 
-    def bubble(kind, v=1):
-        if (kind, v) not in results:
-            run_dir = tmp_path_factory.mktemp(f"{kind}-v{v}")
-            run_trident(run_dir, *EMULATED, "train.steps=4", f"schedule.kind={kind}", "parallel.pp=4",
-                        "schedule.microbatches=8", f"schedule.virtual_stages={v}", ranks=4)
+    def bubble(kind, p, m, v=1):
+        key = (kind, p, m, v)
+        if key not in results:
+            run_dir = tmp_path_factory.mktemp(f"{kind}-p{p}-v{v}")
+            run_trident(run_dir, *EMULATED, f"schedule.kind={kind}", f"parallel.pp={p}",
+                        f"schedule.microbatches={m}", f"schedule.virtual_stages={v}", ranks=p)
             with h5py.File(run_dir / "timeline.h5", "r") as f:
                 predicted = float(f.attrs["predicted_bubble"])
-            measured = read_steps(run_dir)["bubble"][1:]
-            assert len(measured) == 3, measured
-            results[(kind, v)] = (float(np.min(measured)), predicted)
-        return results[(kind, v)]
+            measured = [bubble_of_intended_times(run_dir, step, p) for step in range(2, STEPS + 1)]
+            results[key] = (min(measured), predicted)
+        return results[key]
 
     return bubble
 
 
-@pytest.mark.parametrize("kind,v", [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1), ("interleaved-1f1b", 2)])
-def test_measured_bubble_matches_the_simulator(emulated_bubble, kind, v):
-    measured, predicted = emulated_bubble(kind, v)
+@pytest.mark.parametrize("kind,p,m,v", [release_only(("gpipe", 4, 8, 1)), ("1f1b", 4, 8, 1), ("zb-h1", 4, 8, 1),
+                                        release_only(("interleaved-1f1b", 4, 8, 2)), release_only(("1f1b", 8, 16, 1)),
+                                        release_only(("zb-h1", 16, 16, 1))])
+def test_measured_bubble_matches_the_simulator(emulated_bubble, kind, p, m, v):
+    """Within 2 points above the simulator (message latency and wake-ups), and never below it."""
+    measured, predicted = emulated_bubble(kind, p, m, v)
     assert predicted > 0.05, "the schedule must have a bubble for the comparison to mean anything"
-    assert abs(measured - predicted) <= 0.02, f"{kind}: measured {measured:.4f}, simulator {predicted:.4f}"
+    assert predicted - 0.002 <= measured <= predicted + 0.02, f"{kind} p={p}: measured {measured:.4f}, simulator {predicted:.4f}"
 
 
 def test_zero_bubble_halves_the_1f1b_bubble(emulated_bubble):
-    zb, _ = emulated_bubble("zb-h1")
-    one_f_one_b, _ = emulated_bubble("1f1b")
+    zb, _ = emulated_bubble("zb-h1", 4, 8)
+    one_f_one_b, _ = emulated_bubble("1f1b", 4, 8)
     assert zb <= 0.5 * one_f_one_b, f"zb-h1 {zb:.4f} vs 1f1b {one_f_one_b:.4f}"
-
 
 def test_watchdog_aborts_a_stuck_pipeline(tmp_path):
     """Stopping the last stage (SIGSTOP) mid-run leaves stage 0 waiting for a gradient: within

@@ -109,17 +109,16 @@ GRID_CASES = [
 
 @pytest.mark.parametrize("kind,p,m,v,tp,dp,extra", GRID_CASES)
 def test_pipeline_in_a_grid_equals_single_rank(trident_run, kind, p, m, v, tp, dp, extra):
-    """Against one rank: the same losses, and the weights to 1e-5 (per tensor when only the
-    pipeline differs). TP and DP sum in another order than one rank does, and AdamW amplifies
-    that noise in near-zero gradients (TP = 2 alone, without any pipeline, moves single tensors by
-    up to ~1e-5 on this model), so with tp or dp > 1 the 1e-5 holds for the weights as a whole
-    against one rank, and per tensor against the same tp x dp grid without a pipeline."""
+    """Against one rank: the same losses, and every weight tensor to 1e-5, or with tp or dp > 1 to
+    2.5e-5. TP and DP sum in another order than one rank does, and AdamW amplifies that noise in
+    near-zero gradients: the most any tensor of these cases moved is 1.9e-5 (the q and v bias of
+    c_attn at tp = 2, dp = 2). Against the same tp x dp grid without a pipeline, 1e-5 again."""
     label = f"{kind} p={p} m={m} v={v} tp={tp} dp={dp} {extra}"
     got = training(run(trident_run, *pipeline_overrides(kind, p, m, v, tp, dp, *extra), ranks=p * tp * dp))
     if tp == 1 and dp == 1:
         assert_same_training(reference(trident_run, m * dp), got, label)
         return
-    assert_same_training(reference(trident_run, m * dp), got, label, whole_model=True)
+    assert_same_training(reference(trident_run, m * dp), got, label, weight_rtol=2.5e-5)
     same_grid = training(run(trident_run, *pipeline_overrides("1f1b", 1, m, 1, tp, dp, *extra), ranks=tp * dp))
     assert_same_training(same_grid, got, label + " vs pp=1")
 

@@ -1,6 +1,7 @@
-// Golden listings: the exact action order of a few schedules per generator, checked by eye
-// against the published diagrams (GPipe; Megatron 1F1B and interleaved, Narayanan et al. 2021
-// fig. 4; ZB-H1, Qi et al. 2023 fig. 3). Any change to a generator shows up here as a diff.
+// Regression snapshots: the exact action order of a few schedules per generator, as the generators
+// wrote it (TRIDENT_UPDATE_GOLDEN=1) and a person read it. They prove nothing about correctness
+// (paper_schedules_test.cpp holds the hand-written references); any change to a generator shows
+// up here as a diff to read.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

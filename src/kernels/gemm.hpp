@@ -3,20 +3,46 @@
 // build. Row-major throughout, as the tensors are; pointers are device pointers (kernels/device.hpp).
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "deck/config.hpp"
 
 namespace trident {
 
+// What every product reads besides its operands: the precision it multiplies in (deck key
+// train.precision, kernels/matmul_precision.hpp) and the library's state (scratch for rounded
+// operand copies; the cuBLAS handle on the GPU build). The model owns one and passes it to each
+// kernel that multiplies; nothing about products is process-wide. Holds device memory, so it must
+// be destroyed before Kokkos finalises.
+class GemmContext {
+ public:
+  // `automatic` resolves to fp32 on the CPU build and TF32 on the GPU build.
+  explicit GemmContext(MatmulPrecision precision = MatmulPrecision::automatic);
+  ~GemmContext();
+  GemmContext(const GemmContext&) = delete;
+  GemmContext& operator=(const GemmContext&) = delete;
+
+  MatmulPrecision precision() const { return precision_; }  // never `automatic`
+
+  struct Library;  // defined by gemm_cblas.cpp or gemm_cublas.cpp
+  Library& library() { return *library_; }
+
+ private:
+  MatmulPrecision precision_;
+  std::unique_ptr<Library> library_;
+};
+
 // C[m, n] = alpha · op(A) · op(B) + beta · C, all row-major; op(A) is m × k, op(B) is k × n,
 // op(X) = Xᵀ when trans_x. Leading dimensions are row strides in elements.
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
 
 // `batches` independent products of the shape above; product i reads a + i·stride_a and
 // b + i·stride_b and writes c + i·stride_c (strides in elements). Attention's heads are such a batch.
-void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                          long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
-                          long stride_c, int batches);
+void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                          const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
+                          float* c, int ldc, long stride_c, int batches);
 
 struct BlasInfo {
   std::string library;  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." or "cuBLAS 13.0.0, TF32 tensor cores"
@@ -25,8 +51,8 @@ struct BlasInfo {
 };
 BlasInfo blas_info();
 
-// Best GFLOP/s reached by a few square fp32 gemm() (n = 1024 … 2048) in about a second: the
-// reference that MFU is reported against.
-double measure_gemm_peak_gflops();
+// Best GFLOP/s reached by a few square gemm() (n = 1024 … 2048) at `precision` in about a second:
+// the reference that MFU is reported against.
+double measure_gemm_peak_gflops(MatmulPrecision precision = MatmulPrecision::automatic);
 
 }  // namespace trident

@@ -7,6 +7,15 @@
 
 namespace trident {
 
+struct GemmContext::Library {
+  OperandScratch scratch;
+};
+
+GemmContext::GemmContext(MatmulPrecision precision)
+    : precision_(resolve_matmul_precision(precision)), library_(std::make_unique<Library>()) {}
+
+GemmContext::~GemmContext() = default;
+
 namespace {
 
 void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
@@ -15,31 +24,33 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
               m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// The operands as the current precision reads them: themselves in fp32, else rounded copies.
+// The operands as the context's precision reads them: themselves in fp32, else rounded copies.
 struct Operands {
   const float* a;
   const float* b;
-  Operands(bool trans_a, bool trans_b, int m, int n, int k, const float* a_in, int lda, long stride_a,
-           const float* b_in, int ldb, long stride_b, int batches)
+  Operands(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, const float* a_in, int lda,
+           long stride_a, const float* b_in, int ldb, long stride_b, int batches)
       : a(a_in), b(b_in) {
-    if (dropped_significand_bits(matmul_precision()) == 0) return;
-    a = rounded_operand(0, a_in, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a));
-    b = rounded_operand(1, b_in, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b));
+    const int dropped = dropped_significand_bits(context.precision());
+    if (dropped == 0) return;
+    OperandScratch& scratch = context.library().scratch;
+    a = scratch.rounded(0, a_in, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a), dropped);
+    b = scratch.rounded(1, b_in, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b), dropped);
   }
 };
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
-  const Operands in(trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
+  const Operands in(context, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
   sgemm(trans_a, trans_b, m, n, k, alpha, in.a, lda, in.b, ldb, beta, c, ldc);
 }
 
-void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                          long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
-                          long stride_c, int batches) {
-  const Operands in(trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, batches);
+void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                          const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
+                          float* c, int ldc, long stride_c, int batches) {
+  const Operands in(context, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, batches);
   for (int i = 0; i < batches; ++i)
     sgemm(trans_a, trans_b, m, n, k, alpha, in.a + i * stride_a, lda, in.b + i * stride_b, ldb, beta, c + i * stride_c,
           ldc);

@@ -1,8 +1,7 @@
 // gemm.hpp on the GPU: cuBLAS on the stream Kokkos' kernels run on, so products and kernels stay
-// in order without fences. The precision (kernels/matmul_precision.hpp): fp32 and TF32 are cuBLAS
-// compute types on the fp32 operands; bf16 multiplies bf16 copies of them, made on the same stream.
+// in order without fences; each GemmContext has its own handle. The precision (kernels/matmul_precision.hpp): fp32 and
+// TF32 are cuBLAS compute types on the fp32 operands; bf16 multiplies bf16 copies of them, made on the same stream.
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include "gpu/cublas_gemm.hpp"
@@ -13,23 +12,26 @@
 
 namespace trident {
 
+// The cuBLAS handle (on the stream Kokkos' kernels run on) and the bf16 operand copies.
+struct GemmContext::Library {
+  CublasGemm cublas{ExecSpace().cuda_stream()};
+  OperandScratch scratch;
+};
+
+GemmContext::GemmContext(MatmulPrecision precision)
+    : precision_(resolve_matmul_precision(precision)), library_(std::make_unique<Library>()) {}
+
+GemmContext::~GemmContext() = default;
+
 namespace {
 
-// One cuBLAS handle per process, made on first use and destroyed before Kokkos releases the device.
-CublasGemm& cublas() {
-  static std::unique_ptr<CublasGemm> instance;
-  if (!instance) {
-    instance = std::make_unique<CublasGemm>(ExecSpace().cuda_stream());
-    Kokkos::push_finalize_hook([] { instance.reset(); });
-  }
-  return *instance;
+GemmMath fp32_math(const GemmContext& context) {
+  return context.precision() == MatmulPrecision::fp32 ? GemmMath::fp32 : GemmMath::tf32;
 }
 
-GemmMath fp32_math() { return matmul_precision() == MatmulPrecision::fp32 ? GemmMath::fp32 : GemmMath::tf32; }
-
 // x[0, n) rounded to bf16 (nearest, ties to even), in operand scratch `slot`.
-const __nv_bfloat16* bf16_operand(int slot, const float* x, long n) {
-  std::uint16_t* out = operand_scratch<std::uint16_t>(slot, n);
+const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, const float* x, long n) {
+  std::uint16_t* out = context.library().scratch.halves(slot, n);
   Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
     out[i] = static_cast<std::uint16_t>(math::bit_cast<unsigned>(round_significand(x[i], 16)) >> 16);
   });
@@ -38,31 +40,33 @@ const __nv_bfloat16* bf16_operand(int slot, const float* x, long n) {
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
-  if (matmul_precision() != MatmulPrecision::bf16) {
-    cublas().gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, fp32_math());
+  CublasGemm& cublas = context.library().cublas;
+  if (context.precision() != MatmulPrecision::bf16) {
+    cublas.gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, fp32_math(context));
     return;
   }
-  const __nv_bfloat16* a16 = bf16_operand(0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
-  const __nv_bfloat16* b16 = bf16_operand(1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
-  cublas().gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+  const __nv_bfloat16* a16 = bf16_operand(context, 0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
+  const __nv_bfloat16* b16 = bf16_operand(context, 1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
+  cublas.gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
 }
 
-void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                          long stride_a, const float* b, int ldb, long stride_b, float beta, float* c, int ldc,
-                          long stride_c, int batches) {
-  if (matmul_precision() != MatmulPrecision::bf16) {
-    cublas().gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
-                                  stride_c, batches, fp32_math());
+void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                          const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
+                          float* c, int ldc, long stride_c, int batches) {
+  CublasGemm& cublas = context.library().cublas;
+  if (context.precision() != MatmulPrecision::bf16) {
+    cublas.gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                                stride_c, batches, fp32_math(context));
     return;
   }
   const __nv_bfloat16* a16 =
-      bf16_operand(0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a));
+      bf16_operand(context, 0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a));
   const __nv_bfloat16* b16 =
-      bf16_operand(1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b));
-  cublas().gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a16, lda, stride_a, b16, ldb, stride_b, beta, c, ldc,
-                                stride_c, batches);
+      bf16_operand(context, 1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b));
+  cublas.gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a16, lda, stride_a, b16, ldb, stride_b, beta, c, ldc,
+                              stride_c, batches);
 }
 
 BlasInfo blas_info() {

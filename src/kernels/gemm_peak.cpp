@@ -6,7 +6,8 @@
 
 namespace trident {
 
-double measure_gemm_peak_gflops() {
+double measure_gemm_peak_gflops(MatmulPrecision precision) {
+  GemmContext context(precision);
   using Clock = std::chrono::steady_clock;
   constexpr int largest = 2048;
   constexpr double time_box_s = 1.0;  // stop early on a slow machine; the best so far still counts
@@ -19,7 +20,7 @@ double measure_gemm_peak_gflops() {
   for (int n : {1024, 1536, 2048}) {
     for (int rep = 0; rep < 3; ++rep) {  // the first run of a size warms up threads and caches
       const auto t0 = Clock::now();
-      gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      gemm(context, false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
       Kokkos::fence();
       const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       if (rep > 0) best = std::max(best, 2.0 * n * n * n / seconds * 1e-9);

@@ -23,19 +23,22 @@ void accumulate_column_sums(float* sums, const float* a, int rows, int columns) 
 
 }  // namespace
 
-void linear_forward(float* y, const float* x, const float* w, const float* bias, int rows, int in, int out) {
+void linear_forward(GemmContext& context, float* y, const float* x, const float* w, const float* bias, int rows, int in,
+                    int out) {
   // BLAS clears C before accumulating into it when beta = 0; filling C with the bias instead and
   // accumulating with beta = 1 makes the bias free.
   if (bias) fill_rows_with_bias(y, bias, rows, out);
-  gemm(false, false, rows, out, in, 1.0f, x, in, w, out, bias ? 1.0f : 0.0f, y, out);
+  gemm(context, false, false, rows, out, in, 1.0f, x, in, w, out, bias ? 1.0f : 0.0f, y, out);
 }
 
-void linear_backward_input(float* dx, const float* dy, const float* w, int rows, int in, int out) {
-  gemm(false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
+void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in,
+                           int out) {
+  gemm(context, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
 }
 
-void linear_backward_weight(float* dw, float* dbias, const float* x, const float* dy, int rows, int in, int out) {
-  gemm(true, false, in, out, rows, 1.0f, x, in, dy, out, 1.0f, dw, out);
+void linear_backward_weight(GemmContext& context, float* dw, float* dbias, const float* x, const float* dy, int rows,
+                            int in, int out) {
+  gemm(context, true, false, in, out, rows, 1.0f, x, in, dy, out, 1.0f, dw, out);
   accumulate_column_sums(dbias, dy, rows, out);
 }
 

@@ -1,47 +1,17 @@
 #include "kernels/matmul_precision.hpp"
 
-#include <array>
-#include <cstdint>
 #include <string>
 
 namespace trident {
 
-namespace {
-
+MatmulPrecision resolve_matmul_precision(MatmulPrecision precision) {
+  if (precision != MatmulPrecision::automatic) return precision;
 #ifdef KOKKOS_ENABLE_CUDA
-constexpr MatmulPrecision kAutomatic = MatmulPrecision::tf32;
+  return MatmulPrecision::tf32;
 #else
-constexpr MatmulPrecision kAutomatic = MatmulPrecision::fp32;
+  return MatmulPrecision::fp32;
 #endif
-
-MatmulPrecision g_precision = kAutomatic;
-
-}  // namespace
-
-template <class T>
-T* operand_scratch(int slot, long n) {
-  using Buffer = Kokkos::View<T*, MemSpace>;
-  static std::array<Buffer, 2>* buffers = nullptr;  // freed before Kokkos finalises (Views must not outlive it)
-  if (!buffers) {
-    buffers = new std::array<Buffer, 2>();
-    Kokkos::push_finalize_hook([] {
-      delete buffers;
-      buffers = nullptr;
-    });
-  }
-  Buffer& buffer = (*buffers)[slot];
-  if (static_cast<long>(buffer.extent(0)) < n)
-    buffer = Buffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("operand_scratch")), n);
-  return buffer.data();
 }
-template float* operand_scratch<float>(int, long);
-template std::uint16_t* operand_scratch<std::uint16_t>(int, long);
-
-void set_matmul_precision(MatmulPrecision precision) {
-  g_precision = precision == MatmulPrecision::automatic ? kAutomatic : precision;
-}
-
-MatmulPrecision matmul_precision() { return g_precision; }
 
 const char* matmul_precision_name(MatmulPrecision precision) {
   switch (precision) {
@@ -65,9 +35,23 @@ long operand_extent(int rows, int columns, int ld, int batches, long stride) {
   return static_cast<long>(batches - 1) * stride + static_cast<long>(rows - 1) * ld + columns;
 }
 
-const float* rounded_operand(int slot, const float* x, long n) {
-  float* out = operand_scratch<float>(slot, n);
-  const int dropped = dropped_significand_bits(g_precision);
+namespace {
+
+template <class View>
+typename View::value_type* at_least(View& buffer, long n) {
+  if (static_cast<long>(buffer.extent(0)) < n)
+    buffer = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("operand_scratch")), n);
+  return buffer.data();
+}
+
+}  // namespace
+
+float* OperandScratch::floats(int slot, long n) { return at_least(floats_[slot], n); }
+
+std::uint16_t* OperandScratch::halves(int slot, long n) { return at_least(halves_[slot], n); }
+
+const float* OperandScratch::rounded(int slot, const float* x, long n, int dropped) {
+  float* out = floats(slot, n);
   Kokkos::parallel_for("round_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
                        KOKKOS_LAMBDA(long i) { out[i] = round_significand(x[i], dropped); });
   return out;

@@ -1,5 +1,5 @@
-// The precision gemm() multiplies in (deck key train.precision), and the rounding it implies. A
-// process-wide setting, as PyTorch's set_float32_matmul_precision: every product reads its inputs
+// The precision gemm() multiplies in (deck key train.precision, held by the GemmContext of
+// kernels/gemm.hpp), and the rounding it implies: every product reads its inputs
 // rounded to the chosen significand (round to nearest, ties to even, as the tensor cores convert)
 // and accumulates in fp32. On the GPU build cuBLAS rounds to TF32 itself and multiplies bf16 copies;
 // the CPU build emulates both by rounding copies of the operands before an fp32 product, which
@@ -14,9 +14,8 @@
 
 namespace trident {
 
-// `automatic` resolves to fp32 on the CPU build and TF32 on the GPU build.
-void set_matmul_precision(MatmulPrecision precision);
-MatmulPrecision matmul_precision();  // the resolved precision, never `automatic`
+// `automatic` resolves to fp32 on the CPU build and TF32 on the GPU build; other values are kept.
+MatmulPrecision resolve_matmul_precision(MatmulPrecision precision);
 const char* matmul_precision_name(MatmulPrecision precision);
 
 // Significand bits that rounding to `precision` drops from an fp32 value: 0, 13 (TF32) or 16 (bf16).
@@ -36,12 +35,18 @@ KOKKOS_INLINE_FUNCTION float round_significand(float x, int dropped) {
 // `columns` elements, `ld` apart (the stored layout, before any transpose).
 long operand_extent(int rows, int columns, int ld, int batches = 1, long stride = 0);
 
-// Device scratch of at least n elements for operand `slot` (0 or 1) of the product in progress:
-// it grows as needed and is reused by the next product (float and std::uint16_t, for bf16 bits).
-template <class T>
-T* operand_scratch(int slot, long n);
+// Device scratch for the two operands of the product in progress: it grows as needed and is
+// reused by the next product (floats, and std::uint16_t for bf16 bits). A GemmContext holds one.
+class OperandScratch {
+ public:
+  float* floats(int slot, long n);
+  std::uint16_t* halves(int slot, long n);
+  // A copy of x[0, n) with `dropped` significand bits rounded off, in floats(slot, n).
+  const float* rounded(int slot, const float* x, long n, int dropped);
 
-// A copy of x[0, n) rounded to the current precision, in operand_scratch<float>(slot, n).
-const float* rounded_operand(int slot, const float* x, long n);
+ private:
+  FloatBuffer floats_[2];
+  Kokkos::View<std::uint16_t*, MemSpace> halves_[2];
+};
 
 }  // namespace trident

@@ -4,18 +4,19 @@
 
 namespace trident {
 
-void tied_head_forward(float* logits, const float* x, const float* wte, int rows, int C, int V, int ld) {
-  gemm(false, true, rows, V, C, 1.0f, x, C, wte, C, 0.0f, logits, ld);
+void tied_head_forward(GemmContext& context, float* logits, const float* x, const float* wte, int rows, int C, int V,
+                       int ld) {
+  gemm(context, false, true, rows, V, C, 1.0f, x, C, wte, C, 0.0f, logits, ld);
 }
 
-void tied_head_backward_input(float* dx, const float* dlogits, const float* wte, float scale, int rows, int C, int V,
-                              int ld) {
-  gemm(false, false, rows, C, V, scale, dlogits, ld, wte, C, 0.0f, dx, C);
+void tied_head_backward_input(GemmContext& context, float* dx, const float* dlogits, const float* wte, float scale,
+                              int rows, int C, int V, int ld) {
+  gemm(context, false, false, rows, C, V, scale, dlogits, ld, wte, C, 0.0f, dx, C);
 }
 
-void tied_head_backward_weight(float* dwte, const float* dlogits, const float* x, float scale, int rows, int C, int V,
-                               int ld) {
-  gemm(true, false, V, C, rows, scale, dlogits, ld, x, C, 1.0f, dwte, C);
+void tied_head_backward_weight(GemmContext& context, float* dwte, const float* dlogits, const float* x, float scale,
+                               int rows, int C, int V, int ld) {
+  gemm(context, true, false, V, C, rows, scale, dlogits, ld, x, C, 1.0f, dwte, C);
 }
 
 }  // namespace trident

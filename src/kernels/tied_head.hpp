@@ -5,17 +5,20 @@
 // ids' columns of a row padded to its share of the padded vocabulary.
 #pragma once
 
+#include "kernels/gemm.hpp"
+
 namespace trident {
 
 // logits[rows, V] = x[rows, C] · wte[V, C]ᵀ
-void tied_head_forward(float* logits, const float* x, const float* wte, int rows, int C, int V, int ld);
+void tied_head_forward(GemmContext& context, float* logits, const float* x, const float* wte, int rows, int C, int V,
+                       int ld);
 
 // dx[rows, C] = scale · dlogits · wte   (overwrites dx)
-void tied_head_backward_input(float* dx, const float* dlogits, const float* wte, float scale, int rows, int C, int V,
-                              int ld);
+void tied_head_backward_input(GemmContext& context, float* dx, const float* dlogits, const float* wte, float scale,
+                              int rows, int C, int V, int ld);
 
 // dwte[V, C] += scale · dlogitsᵀ · x
-void tied_head_backward_weight(float* dwte, const float* dlogits, const float* x, float scale, int rows, int C, int V,
-                               int ld);
+void tied_head_backward_weight(GemmContext& context, float* dwte, const float* dlogits, const float* x, float scale,
+                               int rows, int C, int V, int ld);
 
 }  // namespace trident

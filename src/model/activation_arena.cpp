@@ -16,7 +16,7 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
                   StashContent content, Activations& a) {
   const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
-  const std::size_t H = local.heads, attn = local.attn_width, mlp = local.mlp_width, V = local.vocab_rows;
+  const std::size_t V = local.vocab_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {
     float* p = base ? base + used : nullptr;
@@ -26,21 +26,7 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
   a.encoded = take(BT * C);
   if (content == StashContent::inputs) return used;
   a.layers.resize(chunk.num_layers);
-  for (LayerActivations& l : a.layers) {
-    l.ln1 = take(BT * C);
-    l.ln1_mean = take(BT);
-    l.ln1_rstd = take(BT);
-    l.qkv = take(3 * BT * attn);
-    l.att = take(B * H * T * T);
-    l.atty = take(BT * attn);
-    l.residual2 = take(BT * C);
-    l.ln2 = take(BT * C);
-    l.ln2_mean = take(BT);
-    l.ln2_rstd = take(BT);
-    l.fch = take(BT * mlp);
-    l.fch_gelu = take(BT * mlp);
-    l.residual3 = take(BT * C);
-  }
+  for (Gpt2Block::Stash& layer : a.layers) Gpt2Block::carve(layer, local, B, T, C, take);
   if (!chunk.head) return used;
   a.lnf = take(BT * C);
   a.lnf_mean = take(BT);

@@ -6,7 +6,8 @@
 // Under full recomputation a second arena keeps only each chunk's inputs (StashContent::inputs):
 // the input hidden states (or tokens) and the targets, from which backward re-runs the forward.
 //
-// The list below is the activation-memory formula the planner uses; keep the two in sync.
+// The lists below and in Gpt2Block::Stash are the activation-memory formula the planner uses; keep
+// them in sync.
 #pragma once
 
 #include <cstddef>
@@ -15,29 +16,14 @@
 
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
+#include "model/gpt2_block.hpp"
 #include "model/model_chunk.hpp"
 
 namespace trident {
 
-struct LayerActivations {
-  float* ln1;        // [B, T, C]   ln_1 output
-  float* ln1_mean;   // [B, T]
-  float* ln1_rstd;   // [B, T]
-  float* qkv;        // [B, T, 3C/tp]      this TP rank's heads of q, k and v
-  float* att;        // [B, H/tp, T, T]    attention probabilities
-  float* atty;       // [B, T, C/tp]       attention output, before c_proj
-  float* residual2;  // [B, T, C]   residual stream after attention
-  float* ln2;        // [B, T, C]
-  float* ln2_mean;   // [B, T]
-  float* ln2_rstd;   // [B, T]
-  float* fch;        // [B, T, 4C/tp] c_fc output, before GELU
-  float* fch_gelu;   // [B, T, 4C/tp]
-  float* residual3;  // [B, T, C]   block output
-};
-
 struct Activations {
   float* encoded;  // [B, T, C] the chunk's input: token + position embedding, or the previous chunk's output
-  std::vector<LayerActivations> layers;  // the chunk's blocks, in order
+  std::vector<Gpt2Block::Stash> layers;  // the chunk's blocks, in order
   float* lnf;       // [B, T, C]   (head chunk only, like the four below)
   float* lnf_mean;  // [B, T]
   float* lnf_rstd;  // [B, T]

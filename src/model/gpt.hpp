@@ -1,6 +1,8 @@
 // GPT-2 (DESIGN.md "Model"): embeddings, L pre-LN blocks, final LayerNorm, tied head, cross-entropy.
 // Read top to bottom like llm.c's train_gpt2.c: forward() runs the layers in order and stashes
-// what backward() needs in the activation arena; backward() runs them in reverse.
+// what backward() needs in the activation arena; backward() runs them in reverse. Each block is a
+// forward/backward/weight-gradient triple over its own stash record (model/gpt2_block.hpp); this
+// class owns the chunks, the stashes, the deferred weight gradients and the embedding and head.
 //
 // Tensor parallelism (Megatron-LM style) over a TP group: each rank holds its heads of the
 // column-parallel c_attn, its columns of the column-parallel c_fc, the matching rows of the
@@ -14,7 +16,8 @@
 // virtual stage it serves; forward and backward run one chunk for one micro-batch, taking the
 // previous chunk's output or the next chunk's input gradient as a buffer and writing their own.
 // Zero-bubble schedules split backward: backward(..., WeightGrads::deferred) computes only the
-// input gradient (I) and records the weight-gradient GEMMs, which weight_grad() runs later (W).
+// input gradient (I) and keeps each block's output gradients, from which weight_grad() runs the
+// weight-gradient GEMMs later (W).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +29,7 @@
 #include "comm/comm.hpp"
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
+#include "model/layer_context.hpp"
 #include "model/model_chunk.hpp"
 #include "model/param_store.hpp"
 
@@ -36,7 +40,6 @@ namespace trident {
 // embedding and the tied head.
 void add_gpt_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks);
 
-enum class WeightGrads { now, deferred };
 enum class Recompute { none, full };  // full: stash only each chunk's input, re-run forward in backward
 
 class Gpt {
@@ -45,9 +48,10 @@ class Gpt {
   // group (make_local_comm() for none); it must outlive the model, and every rank of it makes the
   // same forward/backward calls in the same order (they are collective). cfg.heads % tp.size()
   // must be 0 (std::invalid_argument otherwise). chunks: the pieces of the model this rank holds,
-  // in the order of its virtual stages (default: the whole model as one chunk).
-  Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
-      std::vector<ModelChunk> chunks = {}, Recompute recompute = Recompute::none);
+  // in the order of its virtual stages (default: the whole model as one chunk). precision: what
+  // its matrix products multiply in (the model owns their GemmContext).
+  Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks = {},
+      Recompute recompute = Recompute::none, MatmulPrecision precision = MatmulPrecision::automatic);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;

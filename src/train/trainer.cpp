@@ -105,8 +105,8 @@ std::string describe_pipeline(const Deck& deck, const Schedule& schedule, const 
 }
 
 // "matmul tf32 (inputs rounded to TF32, fp32 accumulation)", with "emulated" where the BLAS has no such mode.
-std::string describe_matmul_precision() {
-  const MatmulPrecision precision = matmul_precision();
+std::string describe_matmul_precision(MatmulPrecision deck_precision) {
+  const MatmulPrecision precision = resolve_matmul_precision(deck_precision);
   std::string text = std::string("matmul ") + matmul_precision_name(precision);
   if (precision == MatmulPrecision::fp32) return text;
   text += precision == MatmulPrecision::tf32 ? " (inputs rounded to TF32" : " (inputs rounded to bf16";
@@ -130,7 +130,7 @@ struct Trainer::State {
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
         model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp_group,
               stage_chunks(schedule, partition, grid.pp_rank()),
-              d.schedule.recompute == "full" ? Recompute::full : Recompute::none),
+              d.schedule.recompute == "full" ? Recompute::full : Recompute::none, d.train.precision),
         sync(model.params(), *grid.dp_group, static_cast<std::size_t>(d.parallel.bucket_mb * (1 << 20)),
              d.parallel.zero == 1),
         optimizer(make_optimizer(d, model, sync)),
@@ -139,10 +139,10 @@ struct Trainer::State {
         host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
         host_targets(Kokkos::create_mirror(targets[0])),
         clock(w),
-        executor(schedule, *grid.pp_group,
-                 {static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len * d.model.d_model,
-                  d.schedule.timeout_s, [this] { return now(); },
-                  [this](const std::string& what) { abort_job(what); }}),
+        executor(
+            schedule, *grid.pp_group,
+            {static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len * d.model.d_model,
+             d.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); }}),
         compute(d.emulate.enabled
                     ? std::unique_ptr<StageCompute>(std::make_unique<EmulatedStage>(d.emulate))
                     : std::make_unique<ModelStage>(model, inputs, targets,
@@ -190,7 +190,6 @@ struct Trainer::State {
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
   check_world_size(deck, world);
-  set_matmul_precision(deck.train.precision);
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
   const ParallelConfig& grid = deck.parallel;
@@ -202,22 +201,23 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
   const std::string layout = describe_rank_layout(world, s.grid);
   if (s.is_root()) {
     s.log << "trident " << TRIDENT_VERSION << ": " << deck.path << "\n"
-          << "  model   " << deck.model.layers << " layers, d_model " << deck.model.d_model << ", "
-          << deck.model.heads << " heads, seq_len " << deck.model.seq_len << ", vocab " << deck.model.vocab << ", "
+          << "  model   " << deck.model.layers << " layers, d_model " << deck.model.d_model << ", " << deck.model.heads
+          << " heads, seq_len " << deck.model.seq_len << ", vocab " << deck.model.vocab << ", "
           << total_params(deck.model) << " parameters\n"
           << "  grid    tp " << grid.tp << " x pp " << grid.pp << " x dp " << grid.dp << " = " << grid.world_size()
           << " ranks (order " << grid.order << (grid.zero == 1 ? ", ZeRO-1" : "") << ")\n"
-          << layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
-          << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
-          << " tokens/step, " << s.windows.windows() << " windows of data (" << s.windows.stream().source << ")\n"
-          << describe_pipeline(deck, s.schedule, s.partition, s.predicted_bubble) << "  BLAS    " << blas.library << " | core " << blas.core << " | " << blas.threads << " thread(s) | "
-          << describe_matmul_precision() << "\n";
+          << layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches << " micro-batches × "
+          << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step() << " tokens/step, "
+          << s.windows.windows() << " windows of data (" << s.windows.stream().source << ")\n"
+          << describe_pipeline(deck, s.schedule, s.partition, s.predicted_bubble) << "  BLAS    " << blas.library
+          << " | core " << blas.core << " | " << blas.threads << " thread(s) | "
+          << describe_matmul_precision(deck.train.precision) << "\n";
     if (!mpi_summary.empty()) s.log << "  MPI     " << mpi_summary << "\n";
     s.log << "  measuring sgemm peak ..." << std::flush;
   }
   // Every rank measures at once (the cores share the memory system as they will in training); a
   // rank the OS descheduled meanwhile measures too little, so the best core sets the peak.
-  s.gemm_peak_gflops = measure_gemm_peak_gflops();
+  s.gemm_peak_gflops = measure_gemm_peak_gflops(deck.train.precision);
   MPI_Allreduce(MPI_IN_PLACE, &s.gemm_peak_gflops, 1, MPI_DOUBLE, MPI_MAX, world);
   if (s.is_root()) {
     s.log << " " << std::llround(s.gemm_peak_gflops) << " GFLOP/s per rank; model FLOPs/step "
@@ -258,7 +258,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
         {"blas_library", blas.library},
         {"blas_core", blas.core},
         {"blas_threads", std::int64_t{blas.threads}},
-        {"matmul_precision", std::string(matmul_precision_name(matmul_precision()))},
+        {"matmul_precision", std::string(matmul_precision_name(resolve_matmul_precision(deck.train.precision)))},
     };
     // A resumed run continues its timeline after the checkpoint's step.
     s.timeline = s.start_step > 0 ? std::make_unique<TimelineWriter>(timeline_path, timeline_attributes, grid.pp,

@@ -42,17 +42,18 @@ void check_against_cpu(GemmMath math, bool bf16_inputs, double tolerance) {
       auto c = random_values(static_cast<std::size_t>(m * ldc), 3);
       DeviceVector<float> c_device(c);
       CublasGemm cublas;
+      GemmContext cpu;
       if (bf16_inputs) {
         std::vector<__nv_bfloat16> a16(a.begin(), a.end()), b16(b.begin(), b.end());
         std::vector<float> a_rounded(a16.begin(), a16.end()), b_rounded(b16.begin(), b16.end());
         DeviceVector<__nv_bfloat16> a_device(a16), b_device(b16);
         cublas.gemm(trans_a, trans_b, m, n, k, 0.5f, a_device.data, lda, b_device.data, ldb, 0.25f, c_device.data, ldc);
-        gemm(trans_a, trans_b, m, n, k, 0.5f, a_rounded.data(), lda, b_rounded.data(), ldb, 0.25f, c.data(), ldc);
+        gemm(cpu, trans_a, trans_b, m, n, k, 0.5f, a_rounded.data(), lda, b_rounded.data(), ldb, 0.25f, c.data(), ldc);
       } else {
         DeviceVector<float> a_device(a), b_device(b);
         cublas.gemm(trans_a, trans_b, m, n, k, 0.5f, a_device.data, lda, b_device.data, ldb, 0.25f, c_device.data, ldc,
                     math);
-        gemm(trans_a, trans_b, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c.data(), ldc);
+        gemm(cpu, trans_a, trans_b, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c.data(), ldc);
       }
       EXPECT_LT(max_relative_error(c_device.to_host(), c), tolerance) << "trans_a " << trans_a << " trans_b " << trans_b;
     }

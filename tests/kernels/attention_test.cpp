@@ -12,9 +12,10 @@ using namespace testing;
 constexpr int B = 2, T = 5, C = 12, H = 3, hd = C / H;
 
 struct AttentionCase {
+  GemmContext gemm;
   FloatBuffer qkv = random_buffer(B * T * 3 * C, 1);
   FloatBuffer out{"out", B * T * C}, probs{"probs", B * H * T * T};
-  void forward() { attention_forward(out.data(), probs.data(), qkv.data(), B, T, C, H); }
+  void forward() { attention_forward(gemm, out.data(), probs.data(), qkv.data(), B, T, C, H); }
 };
 
 TEST(Attention, ForwardMatchesCausalReference) {
@@ -54,7 +55,7 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   a.forward();
   // dqkv is overwritten, dprobs is scratch: fill both with garbage first.
   const FloatBuffer dqkv = random_buffer(B * T * 3 * C, 3), dprobs = random_buffer(B * H * T * T, 4);
-  attention_backward(dqkv.data(), dprobs.data(), proj.data(), a.qkv.data(), a.probs.data(), B, T, C, H);
+  attention_backward(a.gemm, dqkv.data(), dprobs.data(), proj.data(), a.qkv.data(), a.probs.data(), B, T, C, H);
   expect_gradient("qkv", a.qkv, to_host(dqkv), objective, 1e-2f);
 }
 

@@ -20,7 +20,8 @@ void check_gemm(bool trans_a, bool trans_b) {
   const std::vector<float> ha = to_host(a), hb = to_host(b), c_before = to_host(c);
   const float alpha = 0.7f, beta = 0.3f;
 
-  gemm(trans_a, trans_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  GemmContext context;
+  gemm(context, trans_a, trans_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
 
   const std::vector<float> hc = to_host(c);
   for (int i = 0; i < m; ++i)

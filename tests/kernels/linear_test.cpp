@@ -13,9 +13,10 @@ using namespace testing;
 constexpr int rows = 5, in = 7, out = kColumnBlock + 14;  // bias gradient: a full column block and a partial one
 
 struct LinearCase {
+  GemmContext gemm;
   FloatBuffer x = random_buffer(rows * in, 1), w = random_buffer(in * out, 2), bias = random_buffer(out, 3);
   FloatBuffer y{"y", rows * out};
-  void forward() { linear_forward(y.data(), x.data(), w.data(), bias.data(), rows, in, out); }
+  void forward() { linear_forward(gemm, y.data(), x.data(), w.data(), bias.data(), rows, in, out); }
 };
 
 TEST(Linear, ForwardMatchesReference) {
@@ -36,7 +37,8 @@ TEST(Linear, ForwardWithoutBiasOverwritesOutput) {
   Kokkos::deep_copy(with_zero_bias.bias, 0.0f);
   Kokkos::deep_copy(without_bias.y, 1e30f);
   with_zero_bias.forward();
-  linear_forward(without_bias.y.data(), without_bias.x.data(), without_bias.w.data(), nullptr, rows, in, out);
+  linear_forward(without_bias.gemm, without_bias.y.data(), without_bias.x.data(), without_bias.w.data(), nullptr, rows,
+                 in, out);
   EXPECT_EQ(to_host(without_bias.y), to_host(with_zero_bias.y));
 }
 
@@ -50,8 +52,8 @@ TEST(Linear, BackwardMatchesFiniteDifferences) {
   // dx is overwritten; dw and dbias accumulate.
   const FloatBuffer dx = random_buffer(rows * in, 5), dw = random_buffer(in * out, 6), dbias = random_buffer(out, 7);
   const auto dw_before = to_host(dw), dbias_before = to_host(dbias);
-  linear_backward_input(dx.data(), proj.data(), l.w.data(), rows, in, out);
-  linear_backward_weight(dw.data(), dbias.data(), l.x.data(), proj.data(), rows, in, out);
+  linear_backward_input(l.gemm, dx.data(), proj.data(), l.w.data(), rows, in, out);
+  linear_backward_weight(l.gemm, dw.data(), dbias.data(), l.x.data(), proj.data(), rows, in, out);
   expect_gradient("x", l.x, to_host(dx), objective, 1e-2f);
   expect_gradient("weight", l.w, difference(to_host(dw), dw_before), objective, 1e-2f);
   expect_gradient("bias", l.bias, difference(to_host(dbias), dbias_before), objective, 1e-2f);

@@ -42,11 +42,11 @@ TEST(RoundSignificand, SpecialValuesAndOverflow) {
 }
 
 TEST(MatmulPrecision, AutomaticIsFp32OnTheCpuBuild) {
-  set_matmul_precision(MatmulPrecision::automatic);
+  const GemmContext context;
 #ifdef KOKKOS_ENABLE_CUDA
-  EXPECT_EQ(matmul_precision(), MatmulPrecision::tf32);
+  EXPECT_EQ(context.precision(), MatmulPrecision::tf32);
 #else
-  EXPECT_EQ(matmul_precision(), MatmulPrecision::fp32);
+  EXPECT_EQ(context.precision(), MatmulPrecision::fp32);
 #endif
 }
 
@@ -55,18 +55,16 @@ struct Product {
   static constexpr int m = 13, n = 9, k = 21, ld = k + 3;
   FloatBuffer a = random_buffer(2 * m * ld, 1), b = random_buffer(2 * n * ld, 2);
   std::vector<float> single(MatmulPrecision precision) {
-    set_matmul_precision(precision);
+    GemmContext context(precision);
     FloatBuffer c("c", m * n);
-    gemm(false, true, m, n, k, 1.0f, a.data(), ld, b.data(), ld, 0.0f, c.data(), n);
-    set_matmul_precision(MatmulPrecision::automatic);
+    gemm(context, false, true, m, n, k, 1.0f, a.data(), ld, b.data(), ld, 0.0f, c.data(), n);
     return to_host(c);
   }
   std::vector<float> batched(MatmulPrecision precision) {
-    set_matmul_precision(precision);
+    GemmContext context(precision);
     FloatBuffer c("c", 2 * m * n);
-    gemm_strided_batched(false, true, m, n, k, 1.0f, a.data(), ld, m * ld, b.data(), ld, n * ld, 0.0f, c.data(), n,
-                         m * n, 2);
-    set_matmul_precision(MatmulPrecision::automatic);
+    gemm_strided_batched(context, false, true, m, n, k, 1.0f, a.data(), ld, m * ld, b.data(), ld, n * ld, 0.0f,
+                         c.data(), n, m * n, 2);
     return to_host(c);
   }
   void round_inputs(int dropped) {

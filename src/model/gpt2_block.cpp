@@ -1,0 +1,118 @@
+#include "model/gpt2_block.hpp"
+
+#include "kernels/attention.hpp"
+#include "kernels/copy.hpp"
+#include "kernels/gelu.hpp"
+#include "kernels/layernorm.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/residual.hpp"
+
+namespace trident {
+
+void Gpt2Block::add_parameters(ParamStore& params, const ModelConfig& cfg, int layer) {
+  const std::int64_t C = cfg.d_model;
+  constexpr int by_rows = 0, by_columns = 1, qkv_blocks = 3;  // Conv1D weights are [in, out]
+  const std::string h = prefix(layer);
+  params.add(h + "ln_1.weight", {C});
+  params.add(h + "ln_1.bias", {C});
+  params.add(h + "attn.c_attn.weight", {C, 3 * C}, by_columns, qkv_blocks);
+  params.add(h + "attn.c_attn.bias", {3 * C}, 0, qkv_blocks);
+  params.add(h + "attn.c_proj.weight", {C, C}, by_rows);
+  params.add(h + "attn.c_proj.bias", {C});
+  params.add(h + "ln_2.weight", {C});
+  params.add(h + "ln_2.bias", {C});
+  params.add(h + "mlp.c_fc.weight", {C, 4 * C}, by_columns);
+  params.add(h + "mlp.c_fc.bias", {4 * C}, 0);
+  params.add(h + "mlp.c_proj.weight", {4 * C, C}, by_rows);
+  params.add(h + "mlp.c_proj.bias", {C});
+}
+
+Gpt2Block::Weights Gpt2Block::tensors(const FloatBuffer& buffer, const ParamStore& params, int layer) {
+  const std::string h = prefix(layer);
+  auto at = [&](const std::string& name) { return params.find(h + name).in(buffer); };
+  return {at("ln_1.weight"),        at("ln_1.bias"),        at("attn.c_attn.weight"), at("attn.c_attn.bias"),
+          at("attn.c_proj.weight"), at("attn.c_proj.bias"), at("ln_2.weight"),        at("ln_2.bias"),
+          at("mlp.c_fc.weight"),    at("mlp.c_fc.bias"),    at("mlp.c_proj.weight"),  at("mlp.c_proj.bias")};
+}
+
+void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& x, const float* input) {
+  const int BT = ctx.rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
+  // Row-parallel linear C' → C: this rank's input features times its rows of w, summed over TP.
+  auto row_parallel = [&](float* y, const float* in, const float* weight, const float* bias, int in_features) {
+    linear_forward(ctx.gemm, y, in, weight, ctx.once(bias), BT, in_features, C);
+    ctx.tp.all_reduce_sum(y, ctx.hidden_floats());
+  };
+  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, BT, C);
+  linear_forward(ctx.gemm, x.qkv, x.ln1, w.c_attn_weight, w.c_attn_bias, BT, C, 3 * attn);
+  attention_forward(ctx.gemm, x.atty, x.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
+  row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
+  residual_forward(x.residual2, x.residual2, input, ctx.hidden_floats());
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln_2_weight, w.ln_2_bias, BT, C);
+  linear_forward(ctx.gemm, x.fch, x.ln2, w.c_fc_weight, w.c_fc_bias, BT, C, mlp);
+  gelu_forward(x.fch_gelu, x.fch, static_cast<long>(BT) * mlp);
+  row_parallel(x.residual3, x.fch_gelu, w.mlp_proj_weight, w.mlp_proj_bias, mlp);
+  residual_forward(x.residual3, x.residual3, x.residual2, ctx.hidden_floats());
+}
+
+void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
+                         const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
+  const int BT = ctx.rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
+  const bool now = when == WeightGrads::now;
+  float* dln = ctx.scratch.dln;
+  auto keep = [&](float* kept_grad) {
+    if (kept_grad != dresidual) copy_floats(kept_grad, dresidual, ctx.hidden_floats());
+  };
+  auto weight_grad_now = [&](Linear layer) {
+    if (now) linear_weight_grad(layer, ctx, dw, x, kept);
+  };
+  // The gradient entering a column-parallel layer from its input is this rank's share only: it is
+  // summed over TP (Megatron's f operator in backward) while the layer's weight gradient runs.
+  auto reduce_over_tp_during = [&](Linear layer) {
+    const CommRequestPtr reduce = ctx.tp.all_reduce_sum_async(dln, ctx.hidden_floats());
+    weight_grad_now(layer);
+    reduce->wait();
+  };
+  // dresidual is the same on every TP rank, so the row-parallel layers need no communication in
+  // backward; the residual connection passes it on and each branch adds to it through its norm.
+  keep(kept.mlp_out);
+  linear_backward_input(ctx.gemm, kept.fch, dresidual, w.mlp_proj_weight, BT, mlp, C);
+  weight_grad_now(Linear::mlp_proj);
+  gelu_backward(kept.fch, x.fch, kept.fch, static_cast<long>(BT) * mlp);
+  linear_backward_input(ctx.gemm, dln, kept.fch, w.c_fc_weight, BT, C, mlp);
+  reduce_over_tp_during(Linear::c_fc);
+  layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, dln, x.residual2, x.ln2_mean, x.ln2_rstd, w.ln_2_weight,
+                     BT, C);
+
+  keep(kept.attn_out);
+  linear_backward_input(ctx.gemm, ctx.scratch.datty, dresidual, w.attn_proj_weight, BT, attn, C);
+  weight_grad_now(Linear::attn_proj);
+  attention_backward(ctx.gemm, kept.qkv, ctx.scratch.datt, ctx.scratch.datty, x.qkv, x.att, ctx.B, ctx.T, attn,
+                     ctx.local.heads);
+  linear_backward_input(ctx.gemm, dln, kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
+  reduce_over_tp_during(Linear::c_attn);
+  layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln, input, x.ln1_mean, x.ln1_rstd, w.ln_1_weight, BT, C);
+}
+
+void Gpt2Block::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {
+  for (Linear layer : {Linear::mlp_proj, Linear::c_fc, Linear::attn_proj, Linear::c_attn})
+    linear_weight_grad(layer, ctx, dw, x, kept);
+}
+
+void Gpt2Block::linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
+                                   const OutputGrads& kept) {
+  const int BT = ctx.rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
+  switch (layer) {
+    case Linear::mlp_proj:
+      return linear_backward_weight(ctx.gemm, dw.mlp_proj_weight, dw.mlp_proj_bias, x.fch_gelu, kept.mlp_out, BT, mlp,
+                                    C);
+    case Linear::c_fc:
+      return linear_backward_weight(ctx.gemm, dw.c_fc_weight, dw.c_fc_bias, x.ln2, kept.fch, BT, C, mlp);
+    case Linear::attn_proj:
+      return linear_backward_weight(ctx.gemm, dw.attn_proj_weight, dw.attn_proj_bias, x.atty, kept.attn_out, BT, attn,
+                                    C);
+    case Linear::c_attn:
+      return linear_backward_weight(ctx.gemm, dw.c_attn_weight, dw.c_attn_bias, x.ln1, kept.qkv, BT, C, 3 * attn);
+  }
+}
+
+}  // namespace trident

@@ -79,7 +79,7 @@ int or_abort(MPI_Comm comm, Body&& body) {
 
 // "1f1b (p = 2, m = 4)" or "auto, chose zb-h1 (p = 2, m = 4)".
 std::string schedule_summary(const Deck& deck, const Schedule& schedule) {
-  std::string text = deck.schedule.kind == "auto" ? "auto, chose " + schedule.kind : schedule.kind;
+  std::string text = (deck.schedule.kind == ScheduleKind::automatic ? "auto, chose " : "") + word_of(schedule.kind);
   text += " (p = " + std::to_string(schedule.stages) + ", m = " + std::to_string(schedule.microbatches);
   if (schedule.chunks > 1) text += ", v = " + std::to_string(schedule.chunks);
   return text + ")";
@@ -125,7 +125,7 @@ int plan_command(const CliArgs& args) {
     // The plan's partition and memory follow the schedule that will run: auto's choice.
     Deck planned = deck;
     std::vector<std::string> notes;
-    if (deck.schedule.kind == "auto") {
+    if (deck.schedule.kind == ScheduleKind::automatic) {
       planned.schedule.kind = schedule.kind;
       planned.schedule.virtual_stages = schedule.chunks;
       notes.push_back("schedule.kind = \"auto\" chose " + schedule_summary(planned, schedule) +

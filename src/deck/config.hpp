@@ -1,10 +1,13 @@
 // Typed configuration: what the deck parser produces and every other module consumes.
-// Nothing outside src/deck parses TOML; modules receive these structs.
+// Nothing outside src/deck parses TOML; modules receive these structs, with each fixed choice an
+// enum (deck/choices.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "deck/choices.hpp"
 
 namespace trident {
 
@@ -23,7 +26,7 @@ struct ParallelConfig {
   int tp = 1;
   int pp = 1;
   int dp = 1;
-  std::string order = "tp-dp-pp";  // fastest-varying axis first
+  AxisOrder order = {Axis::tp, Axis::dp, Axis::pp};  // fastest-varying axis first
   // Layers per virtual stage (pp × schedule's chunks entries, model order). Empty = uniform;
   // stage_layers_balanced = true: balanced for the embedding on the first and the head + loss on
   // the last stage (deck: stage_layers = "balanced").
@@ -36,11 +39,11 @@ struct ParallelConfig {
 };
 
 struct ScheduleConfig {
-  std::string kind = "1f1b";  // gpipe | 1f1b | interleaved-1f1b | zb-h1 | auto (DESIGN.md "Schedules are data")
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
   int microbatches = 1;       // m: micro-batches per step on each data-parallel replica
   int micro_batch_size = 1;   // sequences per micro-batch
   int virtual_stages = 1;     // v: model chunks per pipeline rank (interleaved-1f1b needs >= 2)
-  std::string recompute = "none";  // "none" | "full": keep only each chunk's input, recompute in backward
+  Recompute recompute = Recompute::none;
   double timeout_s = 300.0;        // watchdog: longest wait for one pipeline message before aborting
   // auto: the most activation memory a rank may hold, in micro-batches of a whole stage
   // (0 = what 1F1B holds on stage 0, i.e. p).
@@ -57,13 +60,6 @@ struct EmulateConfig {
   double weight_grad_ms = 10.0;  // W of zero-bubble schedules
 };
 
-enum class LrDecay { cosine, linear, constant };
-
-// What the matrix products read: their inputs as stored (fp32), or rounded to TF32 (10-bit
-// significand) or bf16 (7-bit), always with fp32 accumulation; master weights, the optimizer and
-// every other kernel stay fp32. `automatic`: fp32 on the CPU build, TF32 on the GPU build.
-enum class MatmulPrecision { automatic, fp32, tf32, bf16 };
-
 struct TrainConfig {
   int steps = 10;
   std::uint64_t seed = 1234;
@@ -78,8 +74,6 @@ struct TrainConfig {
   double grad_clip = 1.0;     // global-norm clip; 0 = off
   MatmulPrecision precision = MatmulPrecision::automatic;
 };
-
-enum class DataKind { bin, text, synthetic };
 
 struct DataConfig {
   DataKind kind = DataKind::synthetic;

@@ -80,7 +80,7 @@ void check_stage_layers(const Deck& deck, const KeyLocations& where) {
   const int layers = deck.model.layers;
   const int virtual_stages = deck.schedule.virtual_stages;
   const std::string other_splits = "or write stage_layers = \"balanced\" or leave it out (uniform split)";
-  if (deck.schedule.kind == "auto" && virtual_stages > 1) {
+  if (deck.schedule.kind == ScheduleKind::automatic && virtual_stages > 1) {
     where.fail("parallel.stage_layers",
                "parallel.stage_layers lists layers per virtual stage, but with schedule.kind = \"auto\" and "
                "schedule.virtual_stages = " + std::to_string(virtual_stages) +
@@ -118,13 +118,14 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                                             std::to_string(kMaxCount) + "; use fewer micro-batches");
   }
   // With "auto", virtual_stages is the most chunks per rank that auto may choose.
-  const bool chunked_kind = schedule.kind == "interleaved-1f1b" || schedule.kind == "auto";
+  const bool chunked_kind = schedule.kind == ScheduleKind::interleaved_1f1b || schedule.kind == ScheduleKind::automatic;
   if (schedule.virtual_stages > 1 && !chunked_kind) {
     where.fail("schedule.virtual_stages", "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
                                               " needs schedule.kind = \"interleaved-1f1b\" or \"auto\" (kind is \"" +
-                                              schedule.kind + "\"); use virtual_stages = 1 or change the kind");
+                                              word_of(schedule.kind) +
+                                              "\"); use virtual_stages = 1 or change the kind");
   }
-  if (schedule.kind == "interleaved-1f1b" && schedule.virtual_stages < 2) {
+  if (schedule.kind == ScheduleKind::interleaved_1f1b && schedule.virtual_stages < 2) {
     const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");
     where.fail(blame_chunks ? "schedule.virtual_stages" : "schedule.kind",
                "schedule.kind = \"interleaved-1f1b\" needs schedule.virtual_stages >= 2 (model chunks per pipeline "
@@ -134,7 +135,7 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
   // The interleaved generator's rule (schedule/generators.cpp, as in Megatron): micro-batches go
   // round the ranks in groups of pp. Checked here too so that the message can name the line.
   const int pp = deck.parallel.pp;
-  if (schedule.kind == "interleaved-1f1b" && schedule.microbatches % pp != 0) {
+  if (schedule.kind == ScheduleKind::interleaved_1f1b && schedule.microbatches % pp != 0) {
     const int below = schedule.microbatches / pp * pp;
     where.fail("schedule.microbatches",
                "schedule.microbatches = " + std::to_string(schedule.microbatches) +

@@ -101,33 +101,22 @@ KeySpec boolean(std::string section, std::string name, Section Deck::*part, bool
           }};
 }
 
-// A string that must be one of a fixed set of words, stored as the value it maps to.
+// A string that must be one of the words of T's table (deck/choices.hpp), stored as its value.
 template <class Section, class T>
-KeySpec choice(std::string section, std::string name, Section Deck::*part, T Section::*field,
-               std::vector<std::pair<std::string, T>> options) {
+KeySpec choice(std::string section, std::string name, Section Deck::*part, T Section::*field) {
   return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
             std::vector<std::string> words;
-            for (const auto& [word, value] : options) words.push_back(word);
+            for (const Choice<T>& option : choices(T{})) words.emplace_back(option.word);
             if (!node.is_string()) site.fail("must be one of " + join_quoted(words) + ", got " + describe(node));
             const std::string& given = read_string(node, site);
-            for (const auto& [word, value] : options) {
-              if (word == given) {
-                (deck.*part).*field = value;
-                return;
-              }
+            if (const std::optional<T> value = parse_choice<T>(given)) {
+              (deck.*part).*field = *value;
+              return;
             }
             const auto near = closest_word(given, words);
             site.fail("must be one of " + join_quoted(words) + ", got " + in_quotes(given) +
                       (near ? "; did you mean " + in_quotes(*near) + "?" : ""));
           }};
-}
-
-template <class Section>
-KeySpec choice(std::string section, std::string name, Section Deck::*part, std::string Section::*field,
-               const std::vector<std::string>& words) {
-  std::vector<std::pair<std::string, std::string>> options;
-  for (const std::string& word : words) options.emplace_back(word, word);
-  return choice(std::move(section), std::move(name), part, field, std::move(options));
 }
 
 template <class Section>
@@ -201,20 +190,16 @@ const std::vector<KeySpec>& deck_keys() {
       integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
       integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),
       integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
-      choice("parallel", "order", &Deck::parallel, &ParallelConfig::order,
-             {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}),
+      choice("parallel", "order", &Deck::parallel, &ParallelConfig::order),
       stage_layers(),
       integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
       real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
 
-      // The kinds of schedule/schedule.hpp's schedule_kinds(); deck cannot depend on schedule.
-      choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind,
-             {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"}),
+      choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind),
       integer("schedule", "microbatches", &Deck::schedule, &ScheduleConfig::microbatches, 1),
       integer("schedule", "micro_batch_size", &Deck::schedule, &ScheduleConfig::micro_batch_size, 1),
       integer("schedule", "virtual_stages", &Deck::schedule, &ScheduleConfig::virtual_stages, 1),
-      choice("schedule", "recompute", &Deck::schedule, &ScheduleConfig::recompute,
-             std::vector<std::string>{"none", "full"}),
+      choice("schedule", "recompute", &Deck::schedule, &ScheduleConfig::recompute),
       real("schedule", "timeout_s", &Deck::schedule, &ScheduleConfig::timeout_s, kPositive),
       real("schedule", "auto_memory_limit", &Deck::schedule, &ScheduleConfig::auto_memory_limit, kNonNegative),
 
@@ -223,21 +208,15 @@ const std::vector<KeySpec>& deck_keys() {
       real("train", "lr", &Deck::train, &TrainConfig::lr, kPositive),
       real("train", "min_lr", &Deck::train, &TrainConfig::min_lr, kNonNegative),
       integer("train", "warmup_steps", &Deck::train, &TrainConfig::warmup_steps, 0),
-      choice("train", "decay", &Deck::train, &TrainConfig::decay,
-             {{"cosine", LrDecay::cosine}, {"linear", LrDecay::linear}, {"constant", LrDecay::constant}}),
+      choice("train", "decay", &Deck::train, &TrainConfig::decay),
       real("train", "beta1", &Deck::train, &TrainConfig::beta1, kFraction),
       real("train", "beta2", &Deck::train, &TrainConfig::beta2, kFraction),
       real("train", "eps", &Deck::train, &TrainConfig::eps, kPositive),
       real("train", "weight_decay", &Deck::train, &TrainConfig::weight_decay, kNonNegative),
       real("train", "grad_clip", &Deck::train, &TrainConfig::grad_clip, kNonNegative),
-      choice("train", "precision", &Deck::train, &TrainConfig::precision,
-             {{"auto", MatmulPrecision::automatic},
-              {"fp32", MatmulPrecision::fp32},
-              {"tf32", MatmulPrecision::tf32},
-              {"bf16", MatmulPrecision::bf16}}),
+      choice("train", "precision", &Deck::train, &TrainConfig::precision),
 
-      choice("data", "kind", &Deck::data, &DataConfig::kind,
-             {{"bin", DataKind::bin}, {"text", DataKind::text}, {"synthetic", DataKind::synthetic}}),
+      choice("data", "kind", &Deck::data, &DataConfig::kind),
       input_path("data", "path", &Deck::data, &DataConfig::path),
       integer("data", "synthetic_tokens", &Deck::data, &DataConfig::synthetic_tokens, 2),
 

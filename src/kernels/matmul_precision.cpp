@@ -13,16 +13,6 @@ MatmulPrecision resolve_matmul_precision(MatmulPrecision precision) {
 #endif
 }
 
-const char* matmul_precision_name(MatmulPrecision precision) {
-  switch (precision) {
-    case MatmulPrecision::automatic: return "auto";
-    case MatmulPrecision::fp32: return "fp32";
-    case MatmulPrecision::tf32: return "tf32";
-    case MatmulPrecision::bf16: return "bf16";
-  }
-  return "?";
-}
-
 int dropped_significand_bits(MatmulPrecision precision) {
   switch (precision) {
     case MatmulPrecision::tf32: return 13;

@@ -16,7 +16,6 @@ namespace trident {
 
 // `automatic` resolves to fp32 on the CPU build and TF32 on the GPU build; other values are kept.
 MatmulPrecision resolve_matmul_precision(MatmulPrecision precision);
-const char* matmul_precision_name(MatmulPrecision precision);
 
 // Significand bits that rounding to `precision` drops from an fp32 value: 0, 13 (TF32) or 16 (bf16).
 int dropped_significand_bits(MatmulPrecision precision);

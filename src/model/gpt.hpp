@@ -40,8 +40,6 @@ namespace trident {
 // embedding and the tied head.
 void add_gpt_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks);
 
-enum class Recompute { none, full };  // full: stash only each chunk's input, re-run forward in backward
-
 class Gpt {
  public:
   // micro_batch_size sequences of cfg.seq_len tokens per forward/backward. tp: the tensor-parallel

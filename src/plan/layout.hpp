@@ -1,8 +1,8 @@
 // Where each rank sits in the TP x PP x DP grid (DESIGN.md "Parallel semantics"). Pure
 // arithmetic, no MPI: the grid module builds one communicator per axis from axis_group().
 //
-// parallel.order names the axes fastest-varying first. The default "tp-dp-pp" keeps the ranks of a
-// tp group adjacent (one node, fastest links), then dp, with pp slowest (pipeline hops cross nodes).
+// parallel.order (an AxisOrder, deck/choices.hpp) names the axes fastest-varying first. The default "tp-dp-pp" keeps
+// the ranks of a tp group adjacent (one node, fastest links), then dp, with pp slowest (pipeline hops cross nodes).
 #pragma once
 
 #include <array>
@@ -13,8 +13,6 @@
 
 namespace trident {
 
-enum class Axis { tp, pp, dp };
-
 struct GridCoords {
   int tp = 0;
   int pp = 0;
@@ -23,11 +21,6 @@ struct GridCoords {
   bool operator==(const GridCoords&) const = default;
 };
 
-// The axes of `order`, fastest-varying first. Throws InputError naming parallel.order unless it is
-// tp, pp and dp, each once, joined by '-'.
-std::array<Axis, 3> parse_axis_order(const std::string& order);
-
-const char* axis_name(Axis axis);
 int axis_size(Axis axis, const ParallelConfig& parallel);
 int coordinate(const GridCoords& coords, Axis axis);
 

@@ -51,7 +51,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   const int pp = deck.parallel.pp;
   const int last = static_cast<int>(stages.size()) - 1;
   const int mbs = deck.schedule.micro_batch_size;
-  const bool recompute = deck.schedule.recompute == "full";
+  const bool recompute = deck.schedule.recompute == Recompute::full;
   RankMemory memory;
   for (int stage = rank; stage <= last; stage += pp) {  // the rank's chunks: every pp-th virtual stage
     const StageLayers& layers = stages.at(stage);

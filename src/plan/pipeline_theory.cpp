@@ -6,14 +6,14 @@ namespace trident {
 
 double in_flight_microbatches(const ScheduleConfig& schedule, int stage, int stages) {
   const int m = schedule.microbatches;
-  if (schedule.kind == "gpipe") return m;
+  if (schedule.kind == ScheduleKind::gpipe) return m;
   if (stages == 1) return 1.0;
-  if (schedule.kind == "interleaved-1f1b") {
+  if (schedule.kind == ScheduleKind::interleaved_1f1b) {
     const int v = schedule.virtual_stages;
     const int warm_up = 2 * (stages - stage - 1) + (v - 1) * stages;
     return static_cast<double>(std::min(warm_up + 1, m * v)) / v;
   }
-  if (schedule.kind == "auto") {
+  if (schedule.kind == ScheduleKind::automatic) {
     const double limit = schedule.auto_memory_limit > 0.0 ? schedule.auto_memory_limit : stages;
     return std::min(limit, static_cast<double>(m));
   }

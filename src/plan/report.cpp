@@ -71,7 +71,7 @@ std::string count_text(double value) {
 // Chunks per rank that the plan partitions for. "auto" picks its chunks by simulating schedules
 // (the schedule module, which plan cannot use): planned as one chunk unless the caller resolved it.
 int planned_chunks(const ScheduleConfig& schedule) {
-  return schedule.kind == "auto" ? 1 : schedule.virtual_stages;
+  return schedule.kind == ScheduleKind::automatic ? 1 : schedule.virtual_stages;
 }
 
 // The deck's grid, with dp derived from `ranks` when the user asked for another world size.
@@ -214,15 +214,15 @@ void print_schedule(std::ostream& out, const Deck& deck) {
   const int v = planned_chunks(schedule);
   std::string bubble = percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
                        str(m + p - 1) + " (gpipe/1f1b formula)";
-  if (schedule.kind == "interleaved-1f1b") {
+  if (schedule.kind == ScheduleKind::interleaved_1f1b) {
     bubble = percent(theoretical_bubble(p, m, v)) + " = (p-1)/(v*m+p-1) = " + str(p - 1) + "/" +
              str(v * m + p - 1) + " (interleaved, Megatron)";
-  } else if (schedule.kind == "zb-h1" || schedule.kind == "auto") {
+  } else if (schedule.kind == ScheduleKind::zb_h1 || schedule.kind == ScheduleKind::automatic) {
     bubble = "below 1f1b's " + percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
              str(m + p - 1) + " (simulated in the schedule table)";
   }
-  std::string kind = schedule.kind;
-  if (kind == "auto") {
+  std::string kind = word_of(schedule.kind);
+  if (schedule.kind == ScheduleKind::automatic) {
     kind += " (the lowest simulated bubble within " +
             (schedule.auto_memory_limit > 0 ? count_text(schedule.auto_memory_limit) : str(p)) +
             " micro-batches of activations, up to " + str(schedule.virtual_stages) + " chunks per rank)";
@@ -232,7 +232,7 @@ void print_schedule(std::ostream& out, const Deck& deck) {
                    {"micro-batches m", str(m) + " (micro_batch_size " + str(schedule.micro_batch_size) + ")"},
                    {"virtual stages", str(v) + (v > 1 ? " chunks per rank" : "")},
                    {"bubble (theory)", bubble}};
-  if (schedule.recompute == "full") {
+  if (schedule.recompute == Recompute::full) {
     fields.push_back({"recompute", "full: keep each chunk's input, recompute the rest before its backward"});
   }
   out << "\nSchedule\n";
@@ -242,7 +242,7 @@ void print_schedule(std::ostream& out, const Deck& deck) {
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
   out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch"
-      << (deck.schedule.recompute == "full" ? " + one chunk recomputed" : "") << ")\n";
+      << (deck.schedule.recompute == Recompute::full ? " + one chunk recomputed" : "") << ")\n";
   TextTable table({interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v", "act/micro-batch", "in flight",
                    "activations", "total"});
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
@@ -285,15 +285,14 @@ void print_groups(std::ostream& out, Axis axis, const ParallelConfig& grid) {
     }
     text += (g == 0 ? "" : ", ") + group_text(groups[g]);
   }
-  out << "  " << axis_name(axis) << " groups (" << groups.size() << " of " << axis_size(axis, grid)
-      << " ranks): " << text << '\n';
+  out << "  " << word_of(axis) << " groups (" << groups.size() << " of " << axis_size(axis, grid) << " ranks): " << text
+      << '\n';
 }
 
 void print_rank_layout(std::ostream& out, const ParallelConfig& grid,
                        const std::vector<StageLayers>& stages) {
   const int ranks = grid.world_size();
-  out << "\nRank layout (order " << grid.order << ": " << axis_name(parse_axis_order(grid.order)[0])
-      << " varies fastest)\n";
+  out << "\nRank layout (order " << word_of(grid.order) << ": " << word_of(grid.order[0]) << " varies fastest)\n";
   TextTable table({"rank", "tp", "pp", "dp", "stage layers"});
   const auto add_rank = [&](int rank) {
     const GridCoords c = rank_to_coords(rank, grid);

@@ -20,7 +20,7 @@ std::string format(double value) {
 }
 
 struct Candidate {
-  std::string kind;
+  ScheduleKind kind;
   int chunks = 1;
 };
 
@@ -43,8 +43,9 @@ Schedule choose_auto_schedule(int stages, int microbatches, int max_chunks, doub
   const double limit = memory_limit > 0.0 ? memory_limit : static_cast<double>(stages);
 
   // In order of preference on a tie: simpler schedules first.
-  std::vector<Candidate> candidates = {{"gpipe", 1}, {"1f1b", 1}, {"zb-h1", 1}};
-  for (int v = 2; v <= max_chunks; ++v) candidates.push_back({"interleaved-1f1b", v});
+  std::vector<Candidate> candidates = {
+      {ScheduleKind::gpipe, 1}, {ScheduleKind::one_f_one_b, 1}, {ScheduleKind::zb_h1, 1}};
+  for (int v = 2; v <= max_chunks; ++v) candidates.push_back({ScheduleKind::interleaved_1f1b, v});
 
   bool found = false;
   Schedule best;
@@ -65,7 +66,7 @@ Schedule choose_auto_schedule(int stages, int microbatches, int max_chunks, doub
     const double memory = static_cast<double>(peak) / v;
     if (memory < smallest_memory) {
       smallest_memory = memory;
-      smallest_kind = candidate.kind + (v > 1 ? " with " + std::to_string(v) + " chunks" : "");
+      smallest_kind = word_of(candidate.kind) + (v > 1 ? " with " + std::to_string(v) + " chunks" : "");
     }
     if (memory > limit + 1e-9) continue;
     // Strictly lower by more than rounding noise, so that ties go to the earlier candidate.

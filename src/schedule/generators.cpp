@@ -2,6 +2,7 @@
 // rank's action list. They produce data only; validate.cpp proves the lists complete and
 // deadlock-free and the tests hold the generators to that for many (p, m, v).
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ Action input_grad(int microbatch) { return {ActionKind::input_grad, microbatch, 
 Action weight_grad(int microbatch) { return {ActionKind::weight_grad, microbatch, 0}; }
 
 // An empty schedule of the right shape; with one chunk per rank, rank r holds virtual stage r.
-Schedule empty_schedule(const std::string& kind, int stages, int microbatches, int chunks) {
+Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
   Schedule schedule;
   schedule.kind = kind;
   schedule.stages = stages;
@@ -34,7 +35,7 @@ Schedule empty_schedule(const std::string& kind, int stages, int microbatches, i
 // GPipe: every forward, then every backward, both in micro-batch order. Simple, and the peak
 // activation memory is all m micro-batches on every rank.
 Schedule make_gpipe(int p, int m) {
-  Schedule schedule = empty_schedule("gpipe", p, m, 1);
+  Schedule schedule = empty_schedule(ScheduleKind::gpipe, p, m, 1);
   for (int rank = 0; rank < p; ++rank) {
     std::vector<Action>& list = schedule.actions[rank];
     for (int j = 0; j < m; ++j) list.push_back(forward(j));
@@ -48,7 +49,7 @@ Schedule make_gpipe(int p, int m) {
 // then alternates one forward and one backward; then drains the remaining backwards. Rank r never
 // holds more than min(p − r, m) micro-batches.
 Schedule make_1f1b(int p, int m) {
-  Schedule schedule = empty_schedule("1f1b", p, m, 1);
+  Schedule schedule = empty_schedule(ScheduleKind::one_f_one_b, p, m, 1);
   for (int rank = 0; rank < p; ++rank) {
     std::vector<Action>& list = schedule.actions[rank];
     const int warmup = std::min(p - rank - 1, m);
@@ -82,7 +83,7 @@ Schedule make_interleaved_1f1b(int p, int m, int v) {
                      "stages (m % p == 0, Megatron's rule), got m = " +
                      std::to_string(m) + ", p = " + std::to_string(p));
   }
-  Schedule schedule = empty_schedule("interleaved-1f1b", p, m, v);
+  Schedule schedule = empty_schedule(ScheduleKind::interleaved_1f1b, p, m, v);
   const int total = m * v;  // actions of each kind per rank
   const int group = p * v;
   const auto chunk_of_step = [&](int k, bool is_forward) {
@@ -116,7 +117,7 @@ Schedule make_interleaved_1f1b(int p, int m, int v) {
 // min(p, m) micro-batches between F and W: 1F1B's peak (rank 0's), now on every rank. With
 // F = I = W the idle time per rank drops from 1F1B's 3(p − 1) to (p − 1).
 Schedule make_zb_h1(int p, int m) {
-  Schedule schedule = empty_schedule("zb-h1", p, m, 1);
+  Schedule schedule = empty_schedule(ScheduleKind::zb_h1, p, m, 1);
   for (int rank = 0; rank < p; ++rank) {
     std::vector<Action>& list = schedule.actions[rank];
     int forwards = 0, inputs = 0, weights = 0;
@@ -140,23 +141,9 @@ Schedule make_zb_h1(int p, int m) {
   return schedule;
 }
 
-std::string quoted_kinds() {
-  std::string text;
-  for (const std::string& kind : schedule_kinds()) {
-    if (kind == "auto") continue;
-    text += (text.empty() ? "\"" : ", \"") + kind + "\"";
-  }
-  return text;
-}
-
 }  // namespace
 
-const std::vector<std::string>& schedule_kinds() {
-  static const std::vector<std::string> kinds = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"};
-  return kinds;
-}
-
-Schedule make_schedule(const std::string& kind, int stages, int microbatches, int chunks) {
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
   if (stages < 1) {
     throw InputError("a pipeline schedule needs at least 1 stage, got p = " + std::to_string(stages));
   }
@@ -164,25 +151,27 @@ Schedule make_schedule(const std::string& kind, int stages, int microbatches, in
     throw InputError("a pipeline schedule needs at least 1 micro-batch, got m = " +
                      std::to_string(microbatches));
   }
-  if (kind == "auto") {
-    throw InputError("schedule kind \"auto\" is a choice among the generators, not a generator: call "
-                     "choose_auto_schedule, or name one of " +
-                     quoted_kinds());
-  }
-  if (kind == "interleaved-1f1b") return make_interleaved_1f1b(stages, microbatches, chunks);
-
-  const bool known = kind == "gpipe" || kind == "1f1b" || kind == "zb-h1";
-  if (!known) {
-    throw InputError("unknown schedule kind \"" + kind + "\"; valid kinds are " + quoted_kinds() +
-                     " and \"auto\"");
-  }
+  if (kind == ScheduleKind::automatic)
+    throw std::logic_error(
+        "schedule kind \"auto\" is a choice among the generators, not a generator: call "
+        "choose_auto_schedule");
+  if (kind == ScheduleKind::interleaved_1f1b) return make_interleaved_1f1b(stages, microbatches, chunks);
   if (chunks != 1) {
-    throw InputError("schedule kind \"" + kind + "\" runs one chunk per rank (virtual_stages = 1), got " +
+    throw InputError("schedule kind \"" + word_of(kind) + "\" runs one chunk per rank (virtual_stages = 1), got " +
                      std::to_string(chunks) + "; only interleaved-1f1b uses more than one chunk");
   }
-  if (kind == "gpipe") return make_gpipe(stages, microbatches);
-  if (kind == "1f1b") return make_1f1b(stages, microbatches);
-  return make_zb_h1(stages, microbatches);
+  switch (kind) {
+    case ScheduleKind::gpipe:
+      return make_gpipe(stages, microbatches);
+    case ScheduleKind::one_f_one_b:
+      return make_1f1b(stages, microbatches);
+    case ScheduleKind::zb_h1:
+      return make_zb_h1(stages, microbatches);
+    case ScheduleKind::interleaved_1f1b:
+    case ScheduleKind::automatic:
+      break;  // handled above
+  }
+  throw std::logic_error("make_schedule: no generator for schedule kind " + word_of(kind));
 }
 
 }  // namespace trident

@@ -82,7 +82,8 @@ std::string legend(const SimulatedStep& timing, int chunks, double unit) {
 
 // "1f1b p=4 m=8: step time 33, bubble 27.27%": what the drawing adds up to.
 std::string summary(const Schedule& schedule, const SimulatedStep& timing) {
-  return schedule.kind + " p=" + std::to_string(schedule.stages) + " m=" + std::to_string(schedule.microbatches) +
+  return word_of(schedule.kind) + " p=" + std::to_string(schedule.stages) +
+         " m=" + std::to_string(schedule.microbatches) +
          (schedule.chunks > 1 ? " v=" + std::to_string(schedule.chunks) : "") + ": step time " +
          format(timing.step_time) + ", bubble " + format(100.0 * timing.bubble) + "%";
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "deck/choices.hpp"
+
 namespace trident {
 
 // F: forward. B: backward (input gradient and weight gradient together). Zero-bubble schedules
@@ -30,7 +32,7 @@ struct Action {
 std::string to_string(const Action& action, int chunks);
 
 struct Schedule {
-  std::string kind;  // the generator's name, e.g. "1f1b"
+  ScheduleKind kind = ScheduleKind::one_f_one_b;  // the generator that made it (never automatic)
   int stages = 1;        // p: pipeline ranks
   int microbatches = 1;  // m
   int chunks = 1;        // v: model chunks per rank
@@ -46,13 +48,10 @@ struct Schedule {
   bool splits_backward() const;  // uses I and W rather than B
 };
 
-// The schedule kinds a deck may name, in the order `trident plan` lists them.
-const std::vector<std::string>& schedule_kinds();
-
 // The schedule `kind` for p stages, m micro-batches and v chunks per rank. Throws InputError
 // (common/error.hpp) naming the rule a combination breaks, e.g. interleaved-1f1b needs v >= 2.
-// "auto" is not made here (see choose_auto_schedule).
-Schedule make_schedule(const std::string& kind, int stages, int microbatches, int chunks);
+// `automatic` is not made here (std::logic_error; see choose_auto_schedule).
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
 
 // Empty when `schedule` is complete (every micro-batch runs F and B, or F, I and W, exactly once
 // on every virtual stage, W after its I) and deadlock-free (running each rank's list in order,

@@ -38,7 +38,7 @@ std::string mib_text(double mib) {
 
 // The deck as it would run with `kind` and `chunks`: what partition and memory formulas read. An
 // explicit stage_layers list made for another chunk count gives way to the uniform split.
-Deck with_schedule(const Deck& deck, const std::string& kind, int chunks) {
+Deck with_schedule(const Deck& deck, ScheduleKind kind, int chunks) {
   Deck changed = deck;
   changed.schedule.kind = kind;
   changed.schedule.virtual_stages = chunks;
@@ -67,10 +67,10 @@ double rank0_activation_mib(const Deck& deck, const Schedule& schedule, int peak
 }
 
 std::string theory_text(const Schedule& schedule) {
-  if (schedule.kind == "gpipe" || schedule.kind == "1f1b") {
+  if (schedule.kind == ScheduleKind::gpipe || schedule.kind == ScheduleKind::one_f_one_b) {
     return percent(theoretical_bubble(schedule.stages, schedule.microbatches));
   }
-  if (schedule.kind == "interleaved-1f1b") {
+  if (schedule.kind == ScheduleKind::interleaved_1f1b) {
     return percent(theoretical_bubble(schedule.stages, schedule.microbatches, schedule.chunks));
   }
   return "-";  // zb-h1: no closed form worth quoting; the simulation is the number
@@ -109,15 +109,15 @@ Schedule deck_schedule(const Deck& deck) {
   const ScheduleConfig& schedule = deck.schedule;
   const int p = deck.parallel.pp;
   try {
-    if (schedule.kind == "auto") {
+    if (schedule.kind == ScheduleKind::automatic) {
       return choose_auto_schedule(p, schedule.microbatches, schedule.virtual_stages, schedule.auto_memory_limit);
     }
     return make_schedule(schedule.kind, p, schedule.microbatches, schedule.virtual_stages);
   } catch (const InputError& error) {
-    throw InputError((deck.path.empty() ? std::string("(deck)") : deck.path) + ": schedule.kind = \"" +
-                     schedule.kind + "\" with parallel.pp = " + str(p) + ", schedule.microbatches = " +
-                     str(schedule.microbatches) + ", schedule.virtual_stages = " + str(schedule.virtual_stages) +
-                     " has no schedule: " + error.what());
+    throw InputError(
+        (deck.path.empty() ? std::string("(deck)") : deck.path) + ": schedule.kind = \"" + word_of(schedule.kind) +
+        "\" with parallel.pp = " + str(p) + ", schedule.microbatches = " + str(schedule.microbatches) +
+        ", schedule.virtual_stages = " + str(schedule.virtual_stages) + " has no schedule: " + error.what());
   }
 }
 
@@ -152,26 +152,26 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
 
   std::vector<Candidate> candidates;
   std::vector<std::string> skipped;
-  for (const std::string& kind : schedule_kinds()) {
+  for (const auto& [kind, word] : kScheduleKinds) {
     try {
-      if (kind == "auto") {
+      if (kind == ScheduleKind::automatic) {
         // The deck's own auto may use up to virtual_stages chunks; otherwise show what auto would
         // pick with the chunks of the interleaved line.
-        const int max_chunks = config.kind == "auto" ? config.virtual_stages
-                                                     : (interleaving_fits ? interleaved_chunks : 1);
+        const int max_chunks = config.kind == ScheduleKind::automatic ? config.virtual_stages
+                                                                      : (interleaving_fits ? interleaved_chunks : 1);
         Schedule chosen = choose_auto_schedule(p, m, max_chunks, config.auto_memory_limit);
-        candidates.push_back({"auto: " + chosen.kind, config.kind == "auto", std::move(chosen)});
+        candidates.push_back({"auto: " + word_of(chosen.kind), config.kind == kind, std::move(chosen)});
         continue;
       }
-      const int chunks = kind == "interleaved-1f1b" ? interleaved_chunks : 1;
+      const int chunks = kind == ScheduleKind::interleaved_1f1b ? interleaved_chunks : 1;
       if (static_cast<long>(p) * chunks > layers) {
-        skipped.push_back(kind + " (v = " + str(chunks) + "): needs pp x v = " + str(p * chunks) +
+        skipped.push_back(std::string(word) + " (v = " + str(chunks) + "): needs pp x v = " + str(p * chunks) +
                           " <= model.layers = " + str(layers));
         continue;
       }
-      candidates.push_back({kind, config.kind == kind, make_schedule(kind, p, m, chunks)});
+      candidates.push_back({std::string(word), config.kind == kind, make_schedule(kind, p, m, chunks)});
     } catch (const InputError& error) {
-      skipped.push_back(kind + ": " + error.what());
+      skipped.push_back(std::string(word) + ": " + error.what());
     }
   }
 
@@ -185,15 +185,16 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
       << "  theory        (p-1)/(m+p-1) for gpipe and 1f1b, (p-1)/(v*m+p-1) for interleaved-1f1b\n"
       << "  in flight     the most micro-batches (chunks / v) whose activations a rank holds at once\n"
       << "  act. rank 0   its activation stash per micro-batch (plan memory formula) x its in flight"
-      << (config.recompute == "full" ? "\n                + one chunk recomputed for its backward" : "") << '\n';
+      << (config.recompute == Recompute::full ? "\n                + one chunk recomputed for its backward" : "")
+      << '\n';
   for (const std::string& reason : skipped) out << "  not possible here: " << reason << '\n';
 }
 
 void print_schedule_diagram(std::ostream& out, const Deck& deck, int width) {
   const Schedule schedule = deck_schedule(deck);
   const SimulatedStep timing = simulate(schedule, deck_action_costs(deck, schedule.chunks));
-  out << "\nSchedule diagram: " << (deck.schedule.kind == "auto" ? "auto chose " : "") << schedule.kind << " ("
-      << costs_text(deck) << ")\n"
+  out << "\nSchedule diagram: " << (deck.schedule.kind == ScheduleKind::automatic ? "auto chose " : "")
+      << word_of(schedule.kind) << " (" << costs_text(deck) << ")\n"
       << render_schedule(schedule, timing, width);
 }
 

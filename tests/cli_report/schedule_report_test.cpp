@@ -22,7 +22,7 @@ Deck tiny_pp2() {
   deck.parallel.tp = 2;
   deck.parallel.pp = 2;
   deck.parallel.dp = 2;
-  deck.schedule.kind = "1f1b";
+  deck.schedule.kind = ScheduleKind::one_f_one_b;
   deck.schedule.microbatches = 4;
   deck.schedule.micro_batch_size = 4;
   return deck;
@@ -122,7 +122,7 @@ TEST(ScheduleTable, ListsWhatCannotRunAndWhy) {
 TEST(ScheduleTable, InterleavedRowUsesTheDecksChunksAndMegatronsTheory) {
   Deck deck = tiny_pp2();
   deck.model.layers = 8;
-  deck.schedule.kind = "interleaved-1f1b";
+  deck.schedule.kind = ScheduleKind::interleaved_1f1b;
   deck.schedule.virtual_stages = 2;
   const std::string table = table_of(deck);
   bool starred = false;
@@ -140,13 +140,13 @@ TEST(ScheduleTable, InterleavedRowUsesTheDecksChunksAndMegatronsTheory) {
 
 TEST(ScheduleTable, AutoNamesItsChoiceAndIsStarred) {
   Deck deck = tiny_pp2();
-  deck.schedule.kind = "auto";
+  deck.schedule.kind = ScheduleKind::automatic;
   const std::string table = table_of(deck);
   bool starred = false;
   const auto row = row_of(table, "auto:", &starred);
   ASSERT_FALSE(row.empty()) << table;
   EXPECT_TRUE(starred) << table;
-  EXPECT_EQ(row[0], deck_schedule(deck).kind);
+  EXPECT_EQ(row[0], word_of(deck_schedule(deck).kind));
 }
 
 TEST(ScheduleTable, EmulatedTimesAreUniformSoTheBubbleIsTheEqualStagesOne) {
@@ -172,18 +172,18 @@ TEST(ScheduleDiagram, DrawsTheDecksScheduleOneLinePerRank) {
   EXPECT_TRUE(contains(diagram, "rank 1 |")) << diagram;
   EXPECT_TRUE(contains(diagram, "1f1b p=2 m=4")) << diagram;
   Deck deck = tiny_pp2();
-  deck.schedule.kind = "auto";
-  EXPECT_TRUE(contains(diagram_of(deck), "auto chose " + deck_schedule(deck).kind)) << diagram_of(deck);
+  deck.schedule.kind = ScheduleKind::automatic;
+  EXPECT_TRUE(contains(diagram_of(deck), "auto chose " + word_of(deck_schedule(deck).kind))) << diagram_of(deck);
 }
 
 TEST(DeckSchedule, MakesTheDecksKindAndNamesTheDeckWhenItCannot) {
   Deck deck = tiny_pp2();
   const Schedule schedule = deck_schedule(deck);
-  EXPECT_EQ(schedule.kind, "1f1b");
+  EXPECT_EQ(schedule.kind, ScheduleKind::one_f_one_b);
   EXPECT_EQ(schedule.stages, 2);
   EXPECT_EQ(schedule.microbatches, 4);
   deck.model.layers = 4;
-  deck.schedule.kind = "interleaved-1f1b";
+  deck.schedule.kind = ScheduleKind::interleaved_1f1b;
   deck.schedule.virtual_stages = 2;
   deck.schedule.microbatches = 3;  // not a multiple of pp (the deck validation would catch it first)
   try {

@@ -48,7 +48,7 @@ TEST(InputDecks, TinyIsTheCiDeck) {
   EXPECT_EQ(deck.parallel.tp, 2);
   EXPECT_EQ(deck.parallel.pp, 2);
   EXPECT_EQ(deck.parallel.dp, 2);
-  EXPECT_EQ(deck.schedule.kind, "1f1b");
+  EXPECT_EQ(deck.schedule.kind, ScheduleKind::one_f_one_b);
 }
 
 TEST(InputDecks, SmallIsTheBenchmarkShape) {
@@ -92,7 +92,7 @@ TEST(InputDecks, Gpt3IsThe175BFrontierGrid) {
 
 TEST(InputDecks, TinyAcceptsTheOverridesTheReadmeUses) {
   const Deck deck = load_deck(deck_path("tiny.toml"), {"schedule.kind=gpipe", "train.steps=20"});
-  EXPECT_EQ(deck.schedule.kind, "gpipe");
+  EXPECT_EQ(deck.schedule.kind, ScheduleKind::gpipe);
   EXPECT_EQ(deck.train.steps, 20);
   EXPECT_NE(deck.text.find("# --set schedule.kind=gpipe\n"), std::string::npos);
 }

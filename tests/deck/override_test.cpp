@@ -26,10 +26,10 @@ TEST(DeckOverride, StageLayersBalancedAsABareWordReplacesTheFilesList) {
 TEST(DeckOverride, TextThatIsNotTomlIsABareString) {
   const Deck deck = parse(kMinimalDeck, {"schedule.kind=gpipe", "train.decay=linear", "output.dir=runs/a b",
                                          "parallel.order=dp-tp-pp", "checkpoint.resume=none"});
-  EXPECT_EQ(deck.schedule.kind, "gpipe");
+  EXPECT_EQ(deck.schedule.kind, ScheduleKind::gpipe);
   EXPECT_EQ(deck.train.decay, LrDecay::linear);
   EXPECT_EQ(deck.output.dir, "runs/a b");
-  EXPECT_EQ(deck.parallel.order, "dp-tp-pp");
+  EXPECT_EQ(word_of(deck.parallel.order), "dp-tp-pp");
   EXPECT_EQ(deck.checkpoint.resume, "none");
 }
 

@@ -15,9 +15,9 @@ TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
   EXPECT_EQ(deck.parallel.tp, defaults.parallel.tp);
   EXPECT_EQ(deck.parallel.pp, defaults.parallel.pp);
   EXPECT_EQ(deck.parallel.dp, defaults.parallel.dp);
-  EXPECT_EQ(deck.parallel.order, "tp-dp-pp");
+  EXPECT_EQ(word_of(deck.parallel.order), "tp-dp-pp");
   EXPECT_TRUE(deck.parallel.stage_layers.empty());
-  EXPECT_EQ(deck.schedule.kind, "1f1b");
+  EXPECT_EQ(deck.schedule.kind, ScheduleKind::one_f_one_b);
   EXPECT_EQ(deck.schedule.microbatches, defaults.schedule.microbatches);
   EXPECT_EQ(deck.schedule.micro_batch_size, defaults.schedule.micro_batch_size);
   EXPECT_EQ(deck.schedule.virtual_stages, 1);
@@ -106,9 +106,9 @@ log_every = 6
   EXPECT_EQ(deck.parallel.tp, 3);
   EXPECT_EQ(deck.parallel.pp, 2);
   EXPECT_EQ(deck.parallel.dp, 5);
-  EXPECT_EQ(deck.parallel.order, "pp-tp-dp");
+  EXPECT_EQ(word_of(deck.parallel.order), "pp-tp-dp");
   EXPECT_EQ(deck.parallel.stage_layers, (std::vector<int>{3, 5}));
-  EXPECT_EQ(deck.schedule.kind, "gpipe");
+  EXPECT_EQ(deck.schedule.kind, ScheduleKind::gpipe);
   EXPECT_EQ(deck.schedule.microbatches, 7);
   EXPECT_EQ(deck.schedule.micro_batch_size, 3);
   EXPECT_EQ(deck.train.steps, 42);
@@ -138,14 +138,23 @@ TEST(DeckParse, EnumChoicesMapToTheirValues) {
   EXPECT_EQ(parse(base + "decay = \"cosine\"\n").train.decay, LrDecay::cosine);
   EXPECT_EQ(parse(base + "decay = \"linear\"\n").train.decay, LrDecay::linear);
   EXPECT_EQ(parse(base + "decay = \"constant\"\n").train.decay, LrDecay::constant);
-  for (const std::string kind : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "auto"}) {
-    const std::string chunks = kind == "interleaved-1f1b" ? "virtual_stages = 2\n" : "";
-    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + kind + "\"\n" + chunks).schedule.kind, kind);
+  const std::pair<std::string, ScheduleKind> kinds[] = {{"gpipe", ScheduleKind::gpipe},
+                                                        {"1f1b", ScheduleKind::one_f_one_b},
+                                                        {"interleaved-1f1b", ScheduleKind::interleaved_1f1b},
+                                                        {"zb-h1", ScheduleKind::zb_h1},
+                                                        {"auto", ScheduleKind::automatic}};
+  for (const auto& [word, kind] : kinds) {
+    const std::string chunks = kind == ScheduleKind::interleaved_1f1b ? "virtual_stages = 2\n" : "";
+    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + word + "\"\n" + chunks).schedule.kind, kind);
+    EXPECT_EQ(word_of(kind), word);
   }
-  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"full\"\n").schedule.recompute, "full");
-  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"none\"\n").schedule.recompute, "none");
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"full\"\n").schedule.recompute,
+            Recompute::full);
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"none\"\n").schedule.recompute,
+            Recompute::none);
   for (const char* order : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
-    EXPECT_EQ(parse(std::string(kMinimalDeck) + "[parallel]\norder = \"" + order + "\"\n").parallel.order, order);
+    EXPECT_EQ(word_of(parse(std::string(kMinimalDeck) + "[parallel]\norder = \"" + order + "\"\n").parallel.order),
+              order);
   }
 }
 
@@ -176,7 +185,7 @@ TEST(DeckParse, InterleavedScheduleTakesVirtualStages) {
 TEST(DeckParse, ScheduleAndEmulateKeysLandInTheirFields) {
   const Deck defaults;
   const Deck minimal = parse(kMinimalDeck);
-  EXPECT_EQ(minimal.schedule.recompute, "none");
+  EXPECT_EQ(minimal.schedule.recompute, Recompute::none);
   EXPECT_EQ(minimal.schedule.timeout_s, defaults.schedule.timeout_s);
   EXPECT_EQ(minimal.schedule.auto_memory_limit, 0.0);
   EXPECT_FALSE(minimal.emulate.enabled);
@@ -188,9 +197,9 @@ TEST(DeckParse, ScheduleAndEmulateKeysLandInTheirFields) {
                           "timeout_s = 12.5\nauto_memory_limit = 3\n"
                           "[emulate]\nenabled = true\nforward_ms = 1.5\nbackward_ms = 3\n"
                           "input_grad_ms = 0\nweight_grad_ms = 2.25\n");
-  EXPECT_EQ(deck.schedule.kind, "auto");
+  EXPECT_EQ(deck.schedule.kind, ScheduleKind::automatic);
   EXPECT_EQ(deck.schedule.virtual_stages, 2);
-  EXPECT_EQ(deck.schedule.recompute, "full");
+  EXPECT_EQ(deck.schedule.recompute, Recompute::full);
   EXPECT_DOUBLE_EQ(deck.schedule.timeout_s, 12.5);
   EXPECT_DOUBLE_EQ(deck.schedule.auto_memory_limit, 3.0);
   EXPECT_TRUE(deck.emulate.enabled);

@@ -98,8 +98,8 @@ TEST(MatmulPrecision, ReducedPrecisionMultipliesTheRoundedInputsInFp32) {
     const std::vector<float> reduced = product.single(precision), reduced_batch = product.batched(precision);
     EXPECT_NE(reduced, product.single(MatmulPrecision::fp32)) << dropped << " bits: the inputs were not rounded";
     product.round_inputs(dropped);
-    expect_same_product(reduced, product.single(MatmulPrecision::fp32), matmul_precision_name(precision));
-    expect_same_product(reduced_batch, product.batched(MatmulPrecision::fp32), matmul_precision_name(precision));
+    expect_same_product(reduced, product.single(MatmulPrecision::fp32), word_of(precision).c_str());
+    expect_same_product(reduced_batch, product.batched(MatmulPrecision::fp32), word_of(precision).c_str());
   }
 }
 

@@ -70,10 +70,10 @@ TEST(Memory, RejectsLayersOutsideTheModel) {
 
 TEST(PipelineTheory, InFlightMicrobatchesPerSchedule) {
   ScheduleConfig gpipe;
-  gpipe.kind = "gpipe";
+  gpipe.kind = ScheduleKind::gpipe;
   gpipe.microbatches = 8;
   ScheduleConfig one_f_one_b;
-  one_f_one_b.kind = "1f1b";
+  one_f_one_b.kind = ScheduleKind::one_f_one_b;
   one_f_one_b.microbatches = 8;
   EXPECT_EQ(in_flight_microbatches(gpipe, 0, 1), 8);  // the generator runs every F first
   EXPECT_EQ(in_flight_microbatches(one_f_one_b, 0, 1), 1);
@@ -113,7 +113,7 @@ TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
   Deck deck;
   deck.model = tiny();
   deck.parallel.pp = 3;
-  deck.schedule.kind = "1f1b";
+  deck.schedule.kind = ScheduleKind::one_f_one_b;
   deck.schedule.micro_batch_size = kB;
   deck.schedule.microbatches = 8;
   const auto stages = partition_layers(deck.model, deck.parallel);
@@ -130,17 +130,17 @@ TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
 TEST(PipelineTheory, InFlightOfTheOtherKinds) {
   ScheduleConfig schedule;
   schedule.microbatches = 8;
-  schedule.kind = "zb-h1";  // 1F1B's memory: its W only fill bubbles
+  schedule.kind = ScheduleKind::zb_h1;  // 1F1B's memory: its W only fill bubbles
   for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(in_flight_microbatches(schedule, stage, 4), 4 - stage);
   // Megatron's interleaved warm-up + 1, in chunks, over v: rank 0 of p 4, v 2: (6 + 4 + 1) / 2.
-  schedule.kind = "interleaved-1f1b";
+  schedule.kind = ScheduleKind::interleaved_1f1b;
   schedule.virtual_stages = 2;
   EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 0, 4), 5.5);
   EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 3, 4), 2.5);
   schedule.microbatches = 2;  // capped by the m v chunks there are
   EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 0, 4), 2.0);
   // auto: the bound it respects (0 = p), at most m.
-  schedule.kind = "auto";
+  schedule.kind = ScheduleKind::automatic;
   schedule.microbatches = 8;
   EXPECT_DOUBLE_EQ(in_flight_microbatches(schedule, 0, 4), 4.0);
   schedule.auto_memory_limit = 2.5;
@@ -157,7 +157,7 @@ TEST(Memory, InterleavedRankHoldsAllItsChunks) {
   deck.model = tiny();
   deck.model.layers = 4;
   deck.parallel.pp = 2;
-  deck.schedule.kind = "interleaved-1f1b";
+  deck.schedule.kind = ScheduleKind::interleaved_1f1b;
   deck.schedule.virtual_stages = 2;
   deck.schedule.micro_batch_size = kB;
   deck.schedule.microbatches = 4;
@@ -177,7 +177,7 @@ TEST(Memory, FullRecomputeKeepsChunkInputsAndRebuildsOneChunk) {
   deck.parallel.pp = 3;
   deck.schedule.micro_batch_size = kB;
   deck.schedule.microbatches = 8;
-  deck.schedule.recompute = "full";
+  deck.schedule.recompute = Recompute::full;
   const auto stages = partition_layers(deck.model, deck.parallel);
   const RankMemory first = rank_memory(deck, stages, 0);
   const RankMemory middle = rank_memory(deck, stages, 1);

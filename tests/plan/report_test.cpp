@@ -19,7 +19,7 @@ Deck gpt3_deck() {
   deck.parallel.tp = 8;
   deck.parallel.pp = 16;
   deck.parallel.dp = 8;
-  deck.schedule.kind = "1f1b";
+  deck.schedule.kind = ScheduleKind::one_f_one_b;
   deck.schedule.microbatches = 64;
   deck.schedule.micro_batch_size = 1;
   return deck;
@@ -173,7 +173,7 @@ Deck interleaved_deck() {
   deck.parallel.tp = 1;
   deck.parallel.pp = 2;
   deck.parallel.dp = 1;
-  deck.schedule.kind = "interleaved-1f1b";
+  deck.schedule.kind = ScheduleKind::interleaved_1f1b;
   deck.schedule.virtual_stages = 2;
   return deck;
 }
@@ -222,7 +222,7 @@ TEST(Report, ComputeColumnWeighsTheHead) {
 
 TEST(Report, AutoPlansOneChunkAndItsMemoryBound) {
   Deck deck = small_grid_deck();
-  deck.schedule.kind = "auto";
+  deck.schedule.kind = ScheduleKind::automatic;
   deck.schedule.virtual_stages = 2;
   const std::string text = plan_text(deck, 12);
   EXPECT_TRUE(contains(text, "kind             auto (the lowest simulated bubble within 3 micro-batches")) << text;
@@ -238,7 +238,7 @@ TEST(Report, NotesFromTheCallerAreShownUnderTheGrid) {
 
 TEST(Report, FullRecomputeIsShown) {
   Deck deck = small_grid_deck();
-  deck.schedule.recompute = "full";
+  deck.schedule.recompute = Recompute::full;
   const std::string text = plan_text(deck, 12);
   EXPECT_TRUE(contains(text, "recompute        full")) << text;
   EXPECT_TRUE(contains(text, "+ one chunk recomputed")) << text;

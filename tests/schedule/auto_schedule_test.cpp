@@ -25,7 +25,7 @@ double memory_of(const Schedule& schedule) {
 
 TEST(AutoSchedule, DefaultMemoryPicksZeroBubbleH1) {
   const Schedule chosen = choose_auto_schedule(4, 8, 4, 0.0);
-  EXPECT_EQ(chosen.kind, "zb-h1");
+  EXPECT_EQ(chosen.kind, ScheduleKind::zb_h1);
   EXPECT_EQ(chosen.stages, 4);
   EXPECT_EQ(chosen.microbatches, 8);
   EXPECT_EQ(find_schedule_problem(chosen), "");
@@ -40,14 +40,14 @@ TEST(AutoSchedule, NothingThatFitsIsBetter) {
         const double budget = limit > 0 ? limit : p;
         EXPECT_LE(memory_of(chosen), budget + 1e-9);
         const double chosen_bubble = bubble_of(chosen);
-        for (const std::string kind : {"gpipe", "1f1b", "zb-h1"}) {
+        for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
           const Schedule other = make_schedule(kind, p, m, 1);
           if (memory_of(other) <= budget + 1e-9) {
-            EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << kind;
+            EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << word_of(kind);
           }
         }
         for (int v = 2; v <= 3 && m % p == 0; ++v) {
-          const Schedule other = make_schedule("interleaved-1f1b", p, m, v);
+          const Schedule other = make_schedule(ScheduleKind::interleaved_1f1b, p, m, v);
           if (memory_of(other) <= budget + 1e-9) {
             EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << "v=" << v;
           }
@@ -60,8 +60,8 @@ TEST(AutoSchedule, NothingThatFitsIsBetter) {
 TEST(AutoSchedule, NeverGpipeWhenItWouldHoldMoreThanP) {
   for (int p : {2, 3, 4, 8}) {
     for (int m : {p + 1, 2 * p, 5 * p}) {
-      EXPECT_NE(choose_auto_schedule(p, m, 1, p).kind, "gpipe") << "p=" << p << " m=" << m;
-      EXPECT_NE(choose_auto_schedule(p, m, 4, p).kind, "gpipe") << "p=" << p << " m=" << m;
+      EXPECT_NE(choose_auto_schedule(p, m, 1, p).kind, ScheduleKind::gpipe) << "p=" << p << " m=" << m;
+      EXPECT_NE(choose_auto_schedule(p, m, 4, p).kind, ScheduleKind::gpipe) << "p=" << p << " m=" << m;
     }
   }
 }
@@ -69,8 +69,9 @@ TEST(AutoSchedule, NeverGpipeWhenItWouldHoldMoreThanP) {
 // With room for interleaving's extra warm-up activations, more chunks beat ZB-H1 at large p.
 TEST(AutoSchedule, MoreMemoryAllowsInterleaving) {
   const Schedule chosen = choose_auto_schedule(8, 16, 4, 100.0);
-  EXPECT_LE(bubble_of(chosen), bubble_of(make_schedule("zb-h1", 8, 16, 1)));
-  EXPECT_GT(memory_of(make_schedule("interleaved-1f1b", 8, 16, 2)), 8.0);  // which is why the default excludes it
+  EXPECT_LE(bubble_of(chosen), bubble_of(make_schedule(ScheduleKind::zb_h1, 8, 16, 1)));
+  EXPECT_GT(memory_of(make_schedule(ScheduleKind::interleaved_1f1b, 8, 16, 2)),
+            8.0);  // which is why the default excludes it
 }
 
 TEST(AutoSchedule, ImpossibleLimitSaysWhatWouldFit) {

@@ -28,7 +28,7 @@ class GoldenListing : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(GoldenListing, MatchesFile) {
   const GoldenCase& c = GetParam();
-  const std::string listing = list_actions(make_schedule(c.kind, c.p, c.m, c.v));
+  const std::string listing = list_actions(make_schedule(parse_choice<ScheduleKind>(c.kind).value(), c.p, c.m, c.v));
   const std::string path = golden_path(c);
   const char* update = std::getenv("TRIDENT_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {

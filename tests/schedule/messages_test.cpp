@@ -25,39 +25,41 @@ std::string ops_text(const std::vector<StepOp>& ops) {
 }
 
 TEST(Lowering, WrapsEachActionInItsMessages) {
-  const LoweredSchedule lowered = lower_schedule(make_schedule("1f1b", 2, 2, 1));
+  const LoweredSchedule lowered = lower_schedule(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1));
   EXPECT_EQ(ops_text(lowered[0]), "F0 send(F0->1) F1 send(F1->1) recv(B0<-1) B0 recv(B1<-1) B1 ");
   EXPECT_EQ(ops_text(lowered[1]), "recv(F0<-0) F0 B0 send(B0->0) recv(F1<-0) F1 B1 send(B1->0) ");
 }
 
 // Every SEND meets exactly one RECV on its peer: same tag, same direction, each naming the other.
 TEST(Lowering, EverySendHasOneMatchingReceive) {
-  for (const auto& [kind, p, m, v] : {std::tuple{"1f1b", 4, 8, 1}, std::tuple{"zb-h1", 3, 5, 1},
-                                      std::tuple{"interleaved-1f1b", 2, 4, 2}, std::tuple{"interleaved-1f1b", 1, 2, 2}}) {
+  for (const auto& [kind, p, m, v] :
+       {std::tuple{ScheduleKind::one_f_one_b, 4, 8, 1}, std::tuple{ScheduleKind::zb_h1, 3, 5, 1},
+        std::tuple{ScheduleKind::interleaved_1f1b, 2, 4, 2}, std::tuple{ScheduleKind::interleaved_1f1b, 1, 2, 2}}) {
     const LoweredSchedule lowered = lower_schedule(make_schedule(kind, p, m, v));
     std::map<int, std::pair<int, const StepOp*>> sends, receives;  // by tag: (rank, op)
     for (int rank = 0; rank < p; ++rank) {
       for (const StepOp& op : lowered[rank]) {
         if (op.kind == OpKind::compute) continue;
         auto& table = op.kind == OpKind::send ? sends : receives;
-        EXPECT_TRUE(table.emplace(op.tag, std::pair{rank, &op}).second) << kind << ": tag " << op.tag << " twice";
+        EXPECT_TRUE(table.emplace(op.tag, std::pair{rank, &op}).second)
+            << word_of(kind) << ": tag " << op.tag << " twice";
       }
     }
-    ASSERT_EQ(sends.size(), receives.size()) << kind;
+    ASSERT_EQ(sends.size(), receives.size()) << word_of(kind);
     for (const auto& [tag, send] : sends) {
-      ASSERT_TRUE(receives.count(tag)) << kind << ": tag " << tag << " is sent, never received";
+      ASSERT_TRUE(receives.count(tag)) << word_of(kind) << ": tag " << tag << " is sent, never received";
       const auto& [receiver, receive] = receives.at(tag);
-      EXPECT_EQ(send.second->peer, receiver) << kind;
-      EXPECT_EQ(receive->peer, send.first) << kind;
-      EXPECT_EQ(receive->direction, send.second->direction) << kind;
-      EXPECT_EQ(receive->action.microbatch, send.second->action.microbatch) << kind;
+      EXPECT_EQ(send.second->peer, receiver) << word_of(kind);
+      EXPECT_EQ(receive->peer, send.first) << word_of(kind);
+      EXPECT_EQ(receive->direction, send.second->direction) << word_of(kind);
+      EXPECT_EQ(receive->action.microbatch, send.second->action.microbatch) << word_of(kind);
     }
   }
 }
 
 // A RECV waits for its SEND plus the latency between ranks; compute ops take their duration.
 TEST(Dependencies, ReceiveWaitsForItsSendAndTheLatency) {
-  const LoweredSchedule lowered = lower_schedule(make_schedule("gpipe", 2, 1, 1));
+  const LoweredSchedule lowered = lower_schedule(make_schedule(ScheduleKind::gpipe, 2, 1, 1));
   const ScheduleWalk walk = walk_schedule(lowered, [](int, const StepOp& op) {
     return op.action.kind == ActionKind::forward ? 1.0 : 2.0;
   }, 0.5);
@@ -70,7 +72,7 @@ TEST(Dependencies, ReceiveWaitsForItsSendAndTheLatency) {
 }
 
 TEST(Dependencies, AReceiveWhoseSendNeverRunsStopsItsRank) {
-  Schedule schedule = make_schedule("1f1b", 2, 1, 1);
+  Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, 1, 1);
   std::swap(schedule.actions[0][0], schedule.actions[0][1]);  // rank 0: B0 before F0
   const LoweredSchedule lowered = lower_schedule(schedule);
   const ScheduleWalk walk = walk_schedule(lowered, [](int, const StepOp&) { return 1.0; }, 0.0);

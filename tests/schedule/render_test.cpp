@@ -32,12 +32,13 @@ std::string render(const Schedule& schedule, int width) {
 }
 
 TEST(ListActions, OneLinePerRankWithTrailingNewline) {
-  EXPECT_EQ(list_actions(make_schedule("1f1b", 2, 2, 1)), "rank 0: F0 F1 B0 B1\nrank 1: F0 B0 F1 B1\n");
-  EXPECT_EQ(list_actions(make_schedule("interleaved-1f1b", 1, 1, 2)), "rank 0: F0.0 F0.1 B0.1 B0.0\n");
+  EXPECT_EQ(list_actions(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1)),
+            "rank 0: F0 F1 B0 B1\nrank 1: F0 B0 F1 B1\n");
+  EXPECT_EQ(list_actions(make_schedule(ScheduleKind::interleaved_1f1b, 1, 1, 2)), "rank 0: F0.0 F0.1 B0.1 B0.0\n");
 }
 
 TEST(RenderSchedule, OneLinePerRankAndALegend) {
-  const std::string text = render(make_schedule("1f1b", 4, 8, 1), 120);
+  const std::string text = render(make_schedule(ScheduleKind::one_f_one_b, 4, 8, 1), 120);
   const std::vector<std::string> lines = lines_of(text);
   for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(count_prefix(lines, "rank " + std::to_string(rank) + " |"), 1);
   EXPECT_EQ(count_prefix(lines, "time"), 1);
@@ -52,7 +53,7 @@ TEST(RenderSchedule, OneLinePerRankAndALegend) {
 }
 
 TEST(RenderSchedule, WrapsAtTheWidthInBlocks) {
-  const Schedule schedule = make_schedule("zb-h1", 4, 8, 1);
+  const Schedule schedule = make_schedule(ScheduleKind::zb_h1, 4, 8, 1);
   for (int width : {40, 60, 80, 120}) {
     const std::string text = render(schedule, width);
     const std::vector<std::string> lines = lines_of(text);
@@ -67,7 +68,7 @@ TEST(RenderSchedule, WrapsAtTheWidthInBlocks) {
 }
 
 TEST(RenderSchedule, ZeroBubbleShowsItsSplitBackward) {
-  const std::string text = render(make_schedule("zb-h1", 4, 8, 1), 120);
+  const std::string text = render(make_schedule(ScheduleKind::zb_h1, 4, 8, 1), 120);
   EXPECT_NE(text.find("I input grad"), std::string::npos);
   EXPECT_NE(text.find("W weight grad"), std::string::npos);
   // The last stage (rank 3) runs F I pairs right away, its weight gradients postponed by 3.
@@ -75,13 +76,13 @@ TEST(RenderSchedule, ZeroBubbleShowsItsSplitBackward) {
 }
 
 TEST(RenderSchedule, LowerCaseForOddChunks) {
-  const std::string text = render(make_schedule("interleaved-1f1b", 4, 8, 2), 200);
+  const std::string text = render(make_schedule(ScheduleKind::interleaved_1f1b, 4, 8, 2), 200);
   EXPECT_NE(text.find("lower case chunk 1"), std::string::npos);
   EXPECT_NE(text.find("rank 0 |F0F1F2F3f0f1f2f3F4F5"), std::string::npos) << text;
 }
 
 TEST(RenderSchedule, WideScheduleUsesWiderCellsAndStaysInWidth) {
-  const Schedule schedule = make_schedule("1f1b", 16, 40, 1);
+  const Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 16, 40, 1);
   const std::string text = render(schedule, 120);
   const std::vector<std::string> lines = lines_of(text);
   for (const std::string& line : lines) EXPECT_LE(line.size(), 120u) << line;

@@ -24,13 +24,13 @@ int max_peak(const SimulatedStep& step) {
 }
 
 TEST(Simulate, OneFOneBAndGpipeBubbleIsTheClosedForm) {
-  for (const std::string kind : {"1f1b", "gpipe"}) {
+  for (const ScheduleKind kind : {ScheduleKind::one_f_one_b, ScheduleKind::gpipe}) {
     for (int p : {1, 2, 3, 4, 8}) {
       for (int m : {1, 2, 3, 4, 7, 8, 16, 25}) {
         const SimulatedStep step = simulate_uniform(make_schedule(kind, p, m, 1));
         const double theory = static_cast<double>(p - 1) / (m + p - 1);
-        EXPECT_NEAR(step.bubble, theory, 1e-12) << kind << " p=" << p << " m=" << m;
-        EXPECT_NEAR(step.step_time, 3.0 * (m + p - 1), 1e-12) << kind << " p=" << p << " m=" << m;
+        EXPECT_NEAR(step.bubble, theory, 1e-12) << word_of(kind) << " p=" << p << " m=" << m;
+        EXPECT_NEAR(step.step_time, 3.0 * (m + p - 1), 1e-12) << word_of(kind) << " p=" << p << " m=" << m;
       }
     }
   }
@@ -39,7 +39,7 @@ TEST(Simulate, OneFOneBAndGpipeBubbleIsTheClosedForm) {
 TEST(Simulate, OneFOneBHoldsMinOfPMinusRankAndM) {
   for (int p : {1, 2, 4, 8}) {
     for (int m : {1, 3, 4, 8, 17}) {
-      const SimulatedStep step = simulate_uniform(make_schedule("1f1b", p, m, 1));
+      const SimulatedStep step = simulate_uniform(make_schedule(ScheduleKind::one_f_one_b, p, m, 1));
       ASSERT_EQ(static_cast<int>(step.peak_in_flight.size()), p);
       for (int rank = 0; rank < p; ++rank) {
         EXPECT_EQ(step.peak_in_flight[rank], std::min(p - rank, m)) << "p=" << p << " m=" << m << " rank " << rank;
@@ -49,12 +49,12 @@ TEST(Simulate, OneFOneBHoldsMinOfPMinusRankAndM) {
 }
 
 TEST(Simulate, GpipeHoldsEveryMicrobatch) {
-  const SimulatedStep step = simulate_uniform(make_schedule("gpipe", 4, 6, 1));
+  const SimulatedStep step = simulate_uniform(make_schedule(ScheduleKind::gpipe, 4, 6, 1));
   EXPECT_EQ(step.peak_in_flight, std::vector<int>(4, 6));
 }
 
 TEST(Simulate, TimedActionsFollowTheScheduleAndDoNotOverlap) {
-  const Schedule schedule = make_schedule("zb-h1", 4, 8, 1);
+  const Schedule schedule = make_schedule(ScheduleKind::zb_h1, 4, 8, 1);
   const SimulatedStep step = simulate_uniform(schedule);
   ASSERT_EQ(step.per_rank.size(), 4u);
   double busy = 0.0;
@@ -76,8 +76,8 @@ TEST(Simulate, TimedActionsFollowTheScheduleAndDoNotOverlap) {
 
 // Qi et al.: with F = I = W, ZB-H1's idle time is a third of 1F1B's, at 1F1B's peak memory.
 TEST(Simulate, ZeroBubbleH1CutsTheBubbleAtTheSameMemory) {
-  const SimulatedStep one_f_one_b = simulate_uniform(make_schedule("1f1b", 4, 8, 1));
-  const SimulatedStep zb = simulate_uniform(make_schedule("zb-h1", 4, 8, 1));
+  const SimulatedStep one_f_one_b = simulate_uniform(make_schedule(ScheduleKind::one_f_one_b, 4, 8, 1));
+  const SimulatedStep zb = simulate_uniform(make_schedule(ScheduleKind::zb_h1, 4, 8, 1));
   EXPECT_LE(zb.bubble, 0.5 * one_f_one_b.bubble);
   // Idle time per rank: 1F1B 3(p − 1) = 9, ZB-H1 (p − 1) = 3, with 24 units of work each.
   EXPECT_NEAR(one_f_one_b.step_time, 24.0 + 9.0, 1e-12);
@@ -88,28 +88,28 @@ TEST(Simulate, ZeroBubbleH1CutsTheBubbleAtTheSameMemory) {
 }
 
 TEST(Simulate, InterleavingShrinksTheBubble) {
-  const SimulatedStep one_f_one_b = simulate_uniform(make_schedule("1f1b", 4, 8, 1));
-  const SimulatedStep interleaved = simulate_uniform(make_schedule("interleaved-1f1b", 4, 8, 2));
+  const SimulatedStep one_f_one_b = simulate_uniform(make_schedule(ScheduleKind::one_f_one_b, 4, 8, 1));
+  const SimulatedStep interleaved = simulate_uniform(make_schedule(ScheduleKind::interleaved_1f1b, 4, 8, 2));
   EXPECT_LT(interleaved.bubble, one_f_one_b.bubble);
   EXPECT_LT(interleaved.step_time, one_f_one_b.step_time);
 }
 
 TEST(Simulate, LatencyLengthensTheStep) {
-  for (const std::string kind : {"gpipe", "1f1b", "zb-h1"}) {
+  for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
     const Schedule schedule = make_schedule(kind, 4, 8, 1);
     const SimulatedStep fast = simulate_uniform(schedule, 0.0);
     const SimulatedStep slow = simulate_uniform(schedule, 0.5);
-    EXPECT_GT(slow.step_time, fast.step_time) << kind;
-    EXPECT_GT(slow.bubble, fast.bubble) << kind;
+    EXPECT_GT(slow.step_time, fast.step_time) << word_of(kind);
+    EXPECT_GT(slow.bubble, fast.bubble) << word_of(kind);
   }
   // One micro-batch on two ranks: F, message, F, B, message, B.
-  const Schedule single = make_schedule("1f1b", 2, 1, 1);
+  const Schedule single = make_schedule(ScheduleKind::one_f_one_b, 2, 1, 1);
   EXPECT_NEAR(simulate_uniform(single, 0.5).step_time, 6.0 + 2 * 0.5, 1e-12);
 }
 
 // On one rank the chunks hand over to each other without any message.
 TEST(Simulate, SameRankChunksPayNoLatency) {
-  const Schedule schedule = make_schedule("interleaved-1f1b", 1, 3, 2);
+  const Schedule schedule = make_schedule(ScheduleKind::interleaved_1f1b, 1, 3, 2);
   const SimulatedStep fast = simulate_uniform(schedule, 0.0);
   const SimulatedStep slow = simulate_uniform(schedule, 5.0);
   EXPECT_NEAR(fast.step_time, 3 * 3.0, 1e-12);
@@ -118,11 +118,11 @@ TEST(Simulate, SameRankChunksPayNoLatency) {
 }
 
 TEST(Simulate, RejectsInvalidInput) {
-  Schedule broken = make_schedule("1f1b", 2, 2, 1);
+  Schedule broken = make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1);
   broken.actions[0].pop_back();
   EXPECT_NE(input_error_message([&] { simulate_uniform(broken); }).find("invalid schedule"), std::string::npos);
 
-  const Schedule schedule = make_schedule("1f1b", 2, 2, 1);
+  const Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1);
   EXPECT_NE(input_error_message([&] { simulate(schedule, ActionCosts::uniform(3, 1)); }).find("3 virtual stages"),
             std::string::npos);
 }
@@ -131,7 +131,7 @@ TEST(Simulate, UsesEachVirtualStagesOwnCosts) {
   // A slow last stage dominates: with p = 2, m = 4, stage 1's F = 3 makes it the bottleneck.
   ActionCosts costs = ActionCosts::uniform(2, 1);
   costs.per_virtual_stage[1].forward = 3.0;
-  const SimulatedStep step = simulate(make_schedule("1f1b", 2, 4, 1), costs);
+  const SimulatedStep step = simulate(make_schedule(ScheduleKind::one_f_one_b, 2, 4, 1), costs);
   // Rank 1 is never idle after its first input arrives at t = 1: 1 + 4·(3 + 2), then rank 0's B3.
   EXPECT_NEAR(step.step_time, 1.0 + 4 * 5.0 + 2.0, 1e-12);
 }

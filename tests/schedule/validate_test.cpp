@@ -19,7 +19,6 @@ Action W(int j) { return {ActionKind::weight_grad, j, 0}; }
 // A hand-made schedule with one chunk per rank.
 Schedule by_hand(int m, std::vector<std::vector<Action>> actions) {
   Schedule schedule;
-  schedule.kind = "by-hand";
   schedule.stages = static_cast<int>(actions.size());
   schedule.microbatches = m;
   for (int rank = 0; rank < schedule.stages; ++rank) schedule.virtual_stage.push_back({rank});
@@ -41,26 +40,26 @@ TEST(Validator, AcceptsAHandWrittenGoodSchedule) {
 }
 
 TEST(Validator, RejectsAMissingBackward) {
-  Schedule schedule = make_schedule("1f1b", 2, 2, 1);
+  Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1);
   std::vector<Action>& rank1 = schedule.actions[1];  // F0 B0 F1 B1
   rank1.pop_back();
   expect_problem(schedule, {"rank 1", "never runs the backward", "B1"});
 }
 
 TEST(Validator, RejectsAMissingForward) {
-  Schedule schedule = make_schedule("gpipe", 2, 2, 1);
+  Schedule schedule = make_schedule(ScheduleKind::gpipe, 2, 2, 1);
   schedule.actions[0].erase(schedule.actions[0].begin() + 1);  // drop F1
   expect_problem(schedule, {"rank 0", "never runs F1"});
 }
 
 TEST(Validator, RejectsADuplicatedForward) {
-  Schedule schedule = make_schedule("1f1b", 3, 4, 1);
+  Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 3, 4, 1);
   schedule.actions[2].insert(schedule.actions[2].begin() + 2, F(0));
   expect_problem(schedule, {"rank 2", "F0 twice"});
 }
 
 TEST(Validator, RejectsWeightGradientBeforeItsInputGradient) {
-  Schedule schedule = make_schedule("zb-h1", 2, 2, 1);
+  Schedule schedule = make_schedule(ScheduleKind::zb_h1, 2, 2, 1);
   // rank 0 is F0 F1 I0 W0 I1 W1: move W1 in front of I1.
   ASSERT_EQ(schedule.actions[0], (std::vector<Action>{F(0), F(1), I(0), W(0), I(1), W(1)}));
   std::swap(schedule.actions[0][4], schedule.actions[0][5]);
@@ -76,32 +75,32 @@ TEST(Validator, RejectsMixingWholeAndSplitBackward) {
 }
 
 TEST(Validator, RejectsBadMicrobatchAndChunkIndices) {
-  Schedule schedule = make_schedule("1f1b", 2, 8, 1);
+  Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, 8, 1);
   schedule.actions[1][0].microbatch = 9;
   expect_problem(schedule, {"rank 1", "F9", "micro-batches 0..7"});
 
-  Schedule negative = make_schedule("1f1b", 2, 8, 1);
+  Schedule negative = make_schedule(ScheduleKind::one_f_one_b, 2, 8, 1);
   negative.actions[0][0].microbatch = -1;
   expect_problem(negative, {"rank 0", "micro-batch -1"});
 
-  Schedule chunk = make_schedule("interleaved-1f1b", 2, 4, 2);
+  Schedule chunk = make_schedule(ScheduleKind::interleaved_1f1b, 2, 4, 2);
   chunk.actions[0][0].chunk = 2;
   expect_problem(chunk, {"rank 0", "chunk 2", "chunks 0..1"});
 }
 
 TEST(Validator, RejectsABrokenVirtualStageTable) {
-  Schedule schedule = make_schedule("interleaved-1f1b", 2, 4, 2);
+  Schedule schedule = make_schedule(ScheduleKind::interleaved_1f1b, 2, 4, 2);
   schedule.virtual_stage[1][1] = 0;  // virtual stage 0 twice, 3 nowhere
   expect_problem(schedule, {"virtual stage 0", "placed twice"});
 
-  Schedule rows = make_schedule("1f1b", 2, 2, 1);
+  Schedule rows = make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1);
   rows.actions.pop_back();
   expect_problem(rows, {"2 stages", "action lists for 1 rank"});
 }
 
 // Rank 0 runs its backward before the forward whose activations it needs.
 TEST(Validator, RejectsBackwardBeforeItsOwnForward) {
-  Schedule schedule = make_schedule("1f1b", 2, 1, 1);  // both ranks: F0 B0
+  Schedule schedule = make_schedule(ScheduleKind::one_f_one_b, 2, 1, 1);  // both ranks: F0 B0
   std::swap(schedule.actions[0][0], schedule.actions[0][1]);
   expect_problem(schedule, {"deadlock", "rank 0 is stuck at B0", "its own F0"});
 }
@@ -117,7 +116,7 @@ TEST(Validator, RejectsTwoRanksWaitingOnEachOther) {
 // list: rank 0's F0.1 (stage 2) waits for it, while rank 1 first reaches F0.1 (stage 3), which
 // waits for rank 0's F0.1.
 TEST(Validator, RejectsADeadlockBetweenChunks) {
-  Schedule schedule = make_schedule("interleaved-1f1b", 2, 2, 2);
+  Schedule schedule = make_schedule(ScheduleKind::interleaved_1f1b, 2, 2, 2);
   std::vector<Action>& rank1 = schedule.actions[1];
   ASSERT_EQ(rank1.front(), F(0, 0));
   rank1.erase(rank1.begin());

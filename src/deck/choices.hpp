@@ -1,0 +1,86 @@
+// The deck's words for each fixed choice, and the enums they parse to. One table per choice serves
+// the parser (which word is valid, and a suggestion for a typo) and every place that prints the
+// choice back (banner, plan report, timeline attributes), so a word is spelled in one place only.
+// Modules compare enums, never strings.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace trident {
+
+template <class T>
+struct Choice {
+  T value;
+  std::string_view word;
+};
+
+// schedule.kind (DESIGN.md "Schedules are data"); `automatic` picks among the others.
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, automatic };
+inline constexpr std::array<Choice<ScheduleKind>, 5> kScheduleKinds{
+    {{ScheduleKind::gpipe, "gpipe"},
+     {ScheduleKind::one_f_one_b, "1f1b"},
+     {ScheduleKind::interleaved_1f1b, "interleaved-1f1b"},
+     {ScheduleKind::zb_h1, "zb-h1"},
+     {ScheduleKind::automatic, "auto"}}};
+constexpr const auto& choices(ScheduleKind) { return kScheduleKinds; }
+
+// schedule.recompute: full keeps only each chunk's input and re-runs its forward in backward.
+enum class Recompute { none, full };
+inline constexpr std::array<Choice<Recompute>, 2> kRecomputeModes{
+    {{Recompute::none, "none"}, {Recompute::full, "full"}}};
+constexpr const auto& choices(Recompute) { return kRecomputeModes; }
+
+// parallel.order: the three grid axes, fastest-varying first in the world rank.
+enum class Axis { tp, pp, dp };
+inline constexpr std::array<Choice<Axis>, 3> kAxes{{{Axis::tp, "tp"}, {Axis::pp, "pp"}, {Axis::dp, "dp"}}};
+constexpr const auto& choices(Axis) { return kAxes; }
+
+using AxisOrder = std::array<Axis, 3>;
+inline constexpr std::array<Choice<AxisOrder>, 6> kAxisOrders{{{{Axis::tp, Axis::dp, Axis::pp}, "tp-dp-pp"},
+                                                               {{Axis::tp, Axis::pp, Axis::dp}, "tp-pp-dp"},
+                                                               {{Axis::dp, Axis::tp, Axis::pp}, "dp-tp-pp"},
+                                                               {{Axis::dp, Axis::pp, Axis::tp}, "dp-pp-tp"},
+                                                               {{Axis::pp, Axis::tp, Axis::dp}, "pp-tp-dp"},
+                                                               {{Axis::pp, Axis::dp, Axis::tp}, "pp-dp-tp"}}};
+constexpr const auto& choices(AxisOrder) { return kAxisOrders; }
+
+enum class LrDecay { cosine, linear, constant };
+inline constexpr std::array<Choice<LrDecay>, 3> kLrDecays{
+    {{LrDecay::cosine, "cosine"}, {LrDecay::linear, "linear"}, {LrDecay::constant, "constant"}}};
+constexpr const auto& choices(LrDecay) { return kLrDecays; }
+
+// What the matrix products read: their inputs as stored (fp32), or rounded to TF32 (10-bit
+// significand) or bf16 (7-bit), always with fp32 accumulation; master weights, the optimizer and
+// every other kernel stay fp32. `automatic`: fp32 on the CPU build, TF32 on the GPU build.
+enum class MatmulPrecision { automatic, fp32, tf32, bf16 };
+inline constexpr std::array<Choice<MatmulPrecision>, 4> kMatmulPrecisions{{{MatmulPrecision::automatic, "auto"},
+                                                                           {MatmulPrecision::fp32, "fp32"},
+                                                                           {MatmulPrecision::tf32, "tf32"},
+                                                                           {MatmulPrecision::bf16, "bf16"}}};
+constexpr const auto& choices(MatmulPrecision) { return kMatmulPrecisions; }
+
+enum class DataKind { bin, text, synthetic };
+inline constexpr std::array<Choice<DataKind>, 3> kDataKinds{
+    {{DataKind::bin, "bin"}, {DataKind::text, "text"}, {DataKind::synthetic, "synthetic"}}};
+constexpr const auto& choices(DataKind) { return kDataKinds; }
+
+// The deck's word for `value`.
+template <class T>
+std::string word_of(const T& value) {
+  for (const Choice<T>& choice : choices(T{}))
+    if (choice.value == value) return std::string(choice.word);
+  return "?";
+}
+
+// The value the deck's `word` names, if any.
+template <class T>
+std::optional<T> parse_choice(std::string_view word) {
+  for (const Choice<T>& choice : choices(T{}))
+    if (choice.word == word) return choice.value;
+  return std::nullopt;
+}
+
+}  // namespace trident

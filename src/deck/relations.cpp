@@ -189,11 +189,8 @@ void check_data(const Deck& deck, const KeyLocations& where) {
 }
 
 void check_checkpoint(const Deck& deck, const KeyLocations& where) {
-  const std::string& resume = deck.checkpoint.resume;
-  if (resume == "auto" || resume == "none") return;
-  if (resume.empty()) {
-    where.fail("checkpoint.resume", "checkpoint.resume must be \"auto\", \"none\" or the path of a checkpoint file");
-  }
+  if (deck.checkpoint.resume != CheckpointConfig::Resume::file) return;
+  const std::string& resume = deck.checkpoint.resume_file;
   std::error_code ignored;
   if (!std::filesystem::exists(resume, ignored)) {
     where.fail("checkpoint.resume", "checkpoint.resume: no such checkpoint: " + resume +

@@ -128,15 +128,28 @@ KeySpec directory(std::string section, std::string name, Section Deck::*part, st
           }};
 }
 
-// A path to an input file, stored resolved against the site's base directory. `keywords` are
-// special values stored as written ("auto", "none"); the empty string stays empty (= no file).
+// A path to an input file, stored resolved against the site's base directory; the empty string
+// stays empty (= no file).
+std::string resolved_path(const std::string& value, const KeySite& site) {
+  return value.empty() ? value : (site.base_dir / value).lexically_normal().string();
+}
+
 template <class Section>
-KeySpec input_path(std::string section, std::string name, Section Deck::*part, std::string Section::*field,
-                   std::vector<std::string> keywords = {}) {
+KeySpec input_path(std::string section, std::string name, Section Deck::*part, std::string Section::*field) {
   return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            (deck.*part).*field = resolved_path(read_string(node, site), site);
+          }};
+}
+
+// checkpoint.resume: "auto", "none", or the path of a checkpoint file.
+KeySpec resume_choice() {
+  return {"checkpoint", "resume", [](const toml::node& node, Deck& deck, const KeySite& site) {
             const std::string& value = read_string(node, site);
-            const bool verbatim = value.empty() || std::ranges::find(keywords, value) != keywords.end();
-            (deck.*part).*field = verbatim ? value : (site.base_dir / value).lexically_normal().string();
+            using Resume = CheckpointConfig::Resume;
+            CheckpointConfig& checkpoint = deck.checkpoint;
+            if (value.empty()) site.fail("must be \"auto\", \"none\" or the path of a checkpoint file, got \"\"");
+            checkpoint.resume = value == "auto" ? Resume::newest : value == "none" ? Resume::none : Resume::file;
+            checkpoint.resume_file = checkpoint.resume == Resume::file ? resolved_path(value, site) : "";
           }};
 }
 
@@ -223,7 +236,7 @@ const std::vector<KeySpec>& deck_keys() {
       directory("checkpoint", "dir", &Deck::checkpoint, &CheckpointConfig::dir),
       integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
       integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
-      input_path("checkpoint", "resume", &Deck::checkpoint, &CheckpointConfig::resume, {"auto", "none"}),
+      resume_choice(),
 
       directory("output", "dir", &Deck::output, &OutputConfig::dir),
       integer("output", "log_every", &Deck::output, &OutputConfig::log_every, 1),

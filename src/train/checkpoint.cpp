@@ -110,11 +110,10 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
 
 int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,
                            std::ostream& log) {
-  const std::string& resume = deck.checkpoint.resume;
-  if (resume == "none") return 0;
-  const bool automatic = resume == "auto";
-  const std::vector<std::string> candidates =
-      automatic ? checkpoint_candidates(checkpoint_dir(deck)) : std::vector<std::string>{resume};
+  if (deck.checkpoint.resume == CheckpointConfig::Resume::none) return 0;
+  const bool automatic = deck.checkpoint.resume == CheckpointConfig::Resume::newest;
+  const std::vector<std::string> candidates = automatic ? checkpoint_candidates(checkpoint_dir(deck))
+                                                        : std::vector<std::string>{deck.checkpoint.resume_file};
   const bool root = grid.world_rank == 0;
   // Read straight into the parameters and the moments (on the CPU build, no copies): a file that
   // fails verification is followed by another load or by the run refusing to start.

@@ -30,7 +30,7 @@ TEST(DeckOverride, TextThatIsNotTomlIsABareString) {
   EXPECT_EQ(deck.train.decay, LrDecay::linear);
   EXPECT_EQ(deck.output.dir, "runs/a b");
   EXPECT_EQ(word_of(deck.parallel.order), "dp-tp-pp");
-  EXPECT_EQ(deck.checkpoint.resume, "none");
+  EXPECT_EQ(deck.checkpoint.resume, CheckpointConfig::Resume::none);
 }
 
 TEST(DeckOverride, SpacesAroundKeyAndValueAreIgnored) {

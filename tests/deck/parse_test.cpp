@@ -38,7 +38,7 @@ TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
   EXPECT_EQ(deck.checkpoint.dir, defaults.checkpoint.dir);
   EXPECT_EQ(deck.checkpoint.every, defaults.checkpoint.every);
   EXPECT_EQ(deck.checkpoint.keep, defaults.checkpoint.keep);
-  EXPECT_EQ(deck.checkpoint.resume, "auto");
+  EXPECT_EQ(deck.checkpoint.resume, CheckpointConfig::Resume::newest);
   EXPECT_EQ(deck.output.dir, defaults.output.dir);
   EXPECT_EQ(deck.output.log_every, defaults.output.log_every);
 }
@@ -128,7 +128,8 @@ log_every = 6
   EXPECT_EQ(deck.checkpoint.dir, "ckpt");
   EXPECT_EQ(deck.checkpoint.every, 10);
   EXPECT_EQ(deck.checkpoint.keep, 3);
-  EXPECT_EQ(deck.checkpoint.resume, (dir.path() / "step_00000007.h5").string());
+  EXPECT_EQ(deck.checkpoint.resume, CheckpointConfig::Resume::file);
+  EXPECT_EQ(deck.checkpoint.resume_file, (dir.path() / "step_00000007.h5").string());
   EXPECT_EQ(deck.output.dir, "runs/every");
   EXPECT_EQ(deck.output.log_every, 6);
 }
@@ -256,8 +257,8 @@ TEST(DeckParse, RecordsPathAndText) {
 }
 
 TEST(DeckParse, ResumeKeywordsAreKeptVerbatim) {
-  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[checkpoint]\nresume = \"none\"\n").checkpoint.resume, "none");
-  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[checkpoint]\nresume = \"auto\"\n").checkpoint.resume, "auto");
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[checkpoint]\nresume = \"none\"\n").checkpoint.resume, CheckpointConfig::Resume::none);
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[checkpoint]\nresume = \"auto\"\n").checkpoint.resume, CheckpointConfig::Resume::newest);
 }
 
 TEST(DeckLoad, ReadsAFile) {

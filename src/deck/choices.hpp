@@ -17,6 +17,13 @@ struct Choice {
   std::string_view word;
 };
 
+// model.family: GPT-2 (LayerNorm, learned positions, GELU MLP, tied head) or Llama (RMSNorm, RoPE,
+// grouped-query attention, SwiGLU MLP, untied head by default), DESIGN.md "Model".
+enum class ModelFamily { gpt2, llama };
+inline constexpr std::array<Choice<ModelFamily>, 2> kModelFamilies{
+    {{ModelFamily::gpt2, "gpt2"}, {ModelFamily::llama, "llama"}}};
+constexpr const auto& choices(ModelFamily) { return kModelFamilies; }
+
 // schedule.kind (DESIGN.md "Schedules are data"); `automatic` picks among the others.
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, automatic };
 inline constexpr std::array<Choice<ScheduleKind>, 5> kScheduleKinds{

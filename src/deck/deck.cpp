@@ -1,15 +1,16 @@
 // The deck pipeline: TOML text -> known keys only -> overrides applied -> typed values -> relations.
 #include "deck/deck.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <toml++/toml.h>
-
 #include "deck/locations.hpp"
 #include "deck/messages.hpp"
+#include "deck/model_family.hpp"
 #include "deck/overrides.hpp"
 #include "deck/relations.hpp"
 #include "deck/schema.hpp"
@@ -106,6 +107,7 @@ Deck parse_deck(const std::string& text, const std::string& source_name, const s
 
   const fs::path deck_dir = source_name.empty() ? fs::current_path() : fs::absolute(source_name).parent_path();
   Deck deck = read_values(root, where, deck_dir);
+  resolve_model_family(deck, *root["model"].as_table(), where);
   check_relations(deck, where);
   deck.path = source_name;
   deck.text = recorded_text(text, overrides);

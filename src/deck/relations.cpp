@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deck/messages.hpp"
@@ -27,11 +28,28 @@ std::vector<int> divisors(int n) {
   return small;
 }
 
+// Llama's grouped-query attention and rotary embedding: whole query heads per kv head, and head
+// dimensions in pairs.
+void check_llama_shape(const ModelConfig& model, const KeyLocations& where) {
+  if (model.heads % model.key_value_heads() != 0) {
+    where.fail("model.kv_heads", "model.kv_heads = " + std::to_string(model.key_value_heads()) +
+                                     " does not divide model.heads = " + std::to_string(model.heads) +
+                                     " (each kv head serves heads / kv_heads query heads); valid kv_heads: " +
+                                     join_ints(divisors(model.heads)));
+  }
+  if (model.d_model % model.heads == 0 && model.head_dim() % 2 != 0) {
+    where.fail("model.heads", "model.d_model / model.heads = " + std::to_string(model.head_dim()) +
+                                  " is odd, but rotary embeddings rotate pairs of dimensions: choose heads so that "
+                                  "d_model / heads is even");
+  }
+}
+
 void check_model_shape(const Deck& deck, const KeyLocations& where) {
   const ModelConfig& model = deck.model;
-  if (!model.tie_embeddings)
-    where.fail("model.tie_embeddings", "model.tie_embeddings = false is not supported: trident's head is tied "
-                                       "to wte as in GPT-2 (DESIGN.md, Deck); set it to true or remove the key");
+  if (model.family == ModelFamily::gpt2 && !model.tie_embeddings)
+    where.fail("model.tie_embeddings",
+               "model.tie_embeddings = false needs model.family = \"llama\": GPT-2's head "
+               "is tied to wte (DESIGN.md, Model); set it to true or remove the key");
   if (model.d_model % model.heads != 0) {
     const int below = model.d_model / model.heads * model.heads;
     where.fail("model.heads", "model.heads = " + std::to_string(model.heads) + " does not divide model.d_model = " +
@@ -41,17 +59,33 @@ void check_model_shape(const Deck& deck, const KeyLocations& where) {
                                   (below > 0 ? std::to_string(below) + " or " : "") +
                                   std::to_string(below + model.heads) + ")");
   }
+  if (model.family == ModelFamily::llama) check_llama_shape(model, where);
+}
+
+// Tensor parallelism gives each rank whole heads (and, for Llama, whole kv heads and an equal share
+// of the MLP's hidden width); the first width tp does not divide is named with the tp that work.
+void check_tensor_split(const Deck& deck, const KeyLocations& where) {
+  const ModelConfig& model = deck.model;
+  const int tp = deck.parallel.tp;
+  std::vector<std::pair<std::string, int>> split = {{"model.heads", model.heads}};
+  if (model.family == ModelFamily::llama)
+    split.insert(split.end(), {{"model.kv_heads", model.key_value_heads()}, {"model.ffn_hidden", model.mlp_hidden()}});
+  int common = 0;
+  for (const auto& [key, width] : split) common = std::gcd(common, width);
+  for (const auto& [key, width] : split) {
+    if (width % tp == 0) continue;
+    where.fail("parallel.tp", "parallel.tp = " + std::to_string(tp) + " does not divide " + key + " = " +
+                                  std::to_string(width) +
+                                  " (tensor parallelism splits it evenly across the tp "
+                                  "ranks); valid tp: " +
+                                  join_ints(divisors(common)));
+  }
 }
 
 void check_parallel(const Deck& deck, const KeyLocations& where) {
   const ParallelConfig& parallel = deck.parallel;
   const int layers = deck.model.layers;
-  if (deck.model.heads % parallel.tp != 0) {
-    where.fail("parallel.tp", "parallel.tp = " + std::to_string(parallel.tp) +
-                                  " does not divide model.heads = " + std::to_string(deck.model.heads) +
-                                  " (tensor parallelism splits the heads); valid tp: " +
-                                  join_ints(divisors(deck.model.heads)));
-  }
+  check_tensor_split(deck, where);
   const int virtual_stages = deck.schedule.virtual_stages;
   const std::int64_t chunks = std::int64_t{parallel.pp} * virtual_stages;
   if (chunks > layers) {

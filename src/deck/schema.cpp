@@ -199,6 +199,11 @@ const std::vector<KeySpec>& deck_keys() {
       integer("model", "seq_len", &Deck::model, &ModelConfig::seq_len, 1),
       integer("model", "vocab", &Deck::model, &ModelConfig::vocab, 2),
       boolean("model", "tie_embeddings", &Deck::model, &ModelConfig::tie_embeddings),
+      choice("model", "family", &Deck::model, &ModelConfig::family),
+      integer("model", "kv_heads", &Deck::model, &ModelConfig::kv_heads, 1),
+      integer("model", "ffn_hidden", &Deck::model, &ModelConfig::ffn_hidden, 1),
+      real("model", "rope_theta", &Deck::model, &ModelConfig::rope_theta, kPositive),
+      real("model", "norm_eps", &Deck::model, &ModelConfig::norm_eps, kPositive),
 
       integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
       integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),

@@ -20,23 +20,28 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len;
   const std::int64_t c = model.d_model;
   const std::int64_t t = model.seq_len;
+  const std::int64_t f = model.mlp_hidden();
   const std::int64_t local_heads = model.heads / tp;
-  const std::int64_t layer_norm_stats = 2 * bt;  // mean + rstd per token
+  const std::int64_t qkv_width =
+      static_cast<std::int64_t>(model.heads + 2 * model.key_value_heads()) * model.head_dim() / tp;
+  // LayerNorm keeps mean and rstd per token, RMSNorm rstd only.
+  const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * bt : bt;
+  // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up.
+  const std::int64_t mlp_hidden = (model.family == ModelFamily::gpt2 ? 2 : 3) * bt * f / tp;
 
-  const std::int64_t per_layer = bt * c + layer_norm_stats      // ln_1
-                                 + 3 * bt * c / tp               // qkv
+  const std::int64_t per_layer = bt * c + norm_stats                       // first norm
+                                 + bt * qkv_width                          // q, k, v
                                  + micro_batch_size * local_heads * t * t  // attention probabilities
-                                 + bt * c / tp                   // attention output (before c_proj)
-                                 + bt * c                        // residual after attention
-                                 + bt * c + layer_norm_stats      // ln_2
-                                 + 4 * bt * c / tp               // fc pre-activation
-                                 + 4 * bt * c / tp               // gelu output
-                                 + bt * c;                       // block output
+                                 + bt * c / tp                             // attention output (before its projection)
+                                 + bt * c                                  // residual after attention
+                                 + bt * c + norm_stats                     // second norm
+                                 + mlp_hidden                              // MLP hidden activations
+                                 + bt * c;                                 // block output
   const std::int64_t embedding_output = bt * c;
-  const std::int64_t head_and_loss = bt * c + layer_norm_stats  // ln_f
+  const std::int64_t head_and_loss = bt * c + norm_stats                          // final norm
                                      + bt * (padded_vocab(model.vocab, tp) / tp)  // probabilities
-                                     + bt                        // per-token losses
-                                     + bt;                       // targets (int32)
+                                     + bt                                         // per-token losses
+                                     + bt;                                        // targets (int32)
   return (first_stage ? embedding_output : 0) + num_layers * per_layer +
          (last_stage ? head_and_loss : 0);
 }

@@ -1,6 +1,8 @@
-// Parameter counts and FLOPs of the GPT-2 model of DESIGN.md "Model": wte [V, C], wpe [T, C]; per
-// block ln_1, c_attn (C -> 3C), attn c_proj (C -> C), ln_2, c_fc (C -> 4C), mlp c_proj (4C -> C), all
-// with biases; ln_f; the head reuses wte (tied) unless model.tie_embeddings = false.
+// Parameter counts and FLOPs of the models of DESIGN.md "Model". GPT-2: wte [V, C], wpe [T, C];
+// per block ln_1, c_attn (C -> 3C), attn c_proj (C -> C), ln_2, c_fc (C -> F), mlp c_proj (F -> C),
+// all with biases; ln_f; the head reuses wte. Llama: embed_tokens [V, C]; per block RMSNorm, q
+// (C -> H·hd), k and v (C -> KV·hd), o (H·hd -> C), RMSNorm, gate and up (C -> F), down (F -> C),
+// no biases; a final RMSNorm; lm_head [V, C] unless tie_embeddings.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +17,10 @@ std::int64_t padded_vocab(int vocab, int tp);
 
 // Unique parameters of the whole model: the tied head is counted once, the vocabulary unpadded.
 std::int64_t total_params(const ModelConfig& model);
-// Blocks + ln_f: the N of the FLOPs formula.
+// Blocks + the final norm: the N of the FLOPs formula.
 std::int64_t non_embedding_params(const ModelConfig& model);
+// The learned position table: GPT-2's wpe [T, C]; none for Llama (RoPE).
+std::int64_t position_params(const ModelConfig& model);
 
 // Parameters of one transformer block held by one TP rank. Megatron split: c_attn and c_fc
 // column-parallel (weight and bias split), both c_proj row-parallel (weight split, bias replicated),
@@ -25,9 +29,9 @@ std::int64_t block_params(const ModelConfig& model, int tp = 1);
 
 // What one rank of a stage stores, split by role.
 struct StageParams {
-  std::int64_t embeddings = 0;  // first stage: wte shard (V padded / tp rows) + wpe (replicated)
+  std::int64_t embeddings = 0;  // first stage: wte shard (V padded / tp rows) + wpe (replicated, GPT-2)
   std::int64_t blocks = 0;
-  std::int64_t final_norm = 0;  // last stage: ln_f (replicated)
+  std::int64_t final_norm = 0;  // last stage: ln_f or norm (replicated)
   // Last stage: the head weight when it is not the wte of this same stage, i.e. an untied head, or
   // the tied head's second copy of wte when pp > 1 (its gradient is summed with stage 0's).
   std::int64_t head = 0;

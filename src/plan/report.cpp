@@ -101,22 +101,35 @@ void print_model(std::ostream& out, const ModelConfig& model, int tp) {
                                 ? str(model.vocab)
                                 : str(model.vocab) + " (padded to " + str(padded) +
                                       " for the vocab-parallel split across tp " + str(tp) + ")";
-  out << "\nModel (GPT-2)\n";
-  print_fields(out, {{"layers L", str(model.layers)},
-                     {"d_model C", str(model.d_model)},
-                     {"heads H", str(model.heads) + " (head_dim " + str(model.head_dim()) + ")"},
-                     {"seq_len T", str(model.seq_len)},
-                     {"vocab V", vocab},
-                     {"tie_embeddings", model.tie_embeddings ? "true" : "false"}});
+  const bool llama = model.family == ModelFamily::llama;
+  out << "\nModel (" << (llama ? "Llama" : "GPT-2") << ")\n";
+  Fields fields = {{"layers L", str(model.layers)},
+                   {"d_model C", str(model.d_model)},
+                   {"heads H", str(model.heads) + " (head_dim " + str(model.head_dim()) + ")"}};
+  if (llama) {
+    fields.push_back({"kv_heads KV", str(model.key_value_heads()) +
+                                         (model.key_value_heads() < model.heads
+                                              ? " (grouped-query: " + str(model.heads / model.key_value_heads()) +
+                                                    " query heads per kv head)"
+                                              : "")});
+  }
+  fields.push_back({"ffn_hidden F", str(model.mlp_hidden()) + (llama ? " (SwiGLU)" : " (GELU)")});
+  fields.push_back(
+      {"seq_len T", str(model.seq_len) + (llama ? " (RoPE, theta " + count_text(model.rope_theta) + ")" : "")});
+  fields.push_back({"vocab V", vocab});
+  fields.push_back({"tie_embeddings", model.tie_embeddings ? "true" : "false"});
+  print_fields(out, fields);
 }
 
 std::string stage_contents(const ModelConfig& model, const StageLayers& stage, bool first,
                            bool last) {
-  std::string text = first ? "wte, wpe, " : "";
-  text += stage.num_layers == 1 ? "h." + str(stage.first_layer)
-                                : "h." + str(stage.first_layer) + "-h." + str(stage.end_layer() - 1);
+  const bool llama = model.family == ModelFamily::llama;
+  std::string text = first ? (llama ? "embed_tokens, " : "wte, wpe, ") : "";
+  const std::string layer = llama ? "layers." : "h.";
+  text += stage.num_layers == 1 ? layer + str(stage.first_layer)
+                                : layer + str(stage.first_layer) + "-" + layer + str(stage.end_layer() - 1);
   if (last) {
-    text += ", ln_f";
+    text += llama ? ", norm" : ", ln_f";
     if (!model.tie_embeddings) {
       text += ", lm_head";
     } else if (!first) {
@@ -144,9 +157,9 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
   const int pp = deck.parallel.pp;
   const bool interleaved = static_cast<int>(stages.size()) > pp;
   out << "\nParameters\n";
-  print_fields(out, {{"total", exact_and_human(total_params(model)) +
-                                   (model.tie_embeddings ? ", tied head counted once" : "")},
-                     {"non-embedding", exact_and_human(non_embedding_params(model)) + ", blocks + ln_f"}});
+  print_fields(
+      out, {{"total", exact_and_human(total_params(model)) + (model.tie_embeddings ? ", tied head counted once" : "")},
+            {"non-embedding", exact_and_human(non_embedding_params(model)) + ", blocks + final norm"}});
 
   out << "\nStages (" << split_title(deck, static_cast<int>(stages.size())) << ")\n";
   if (interleaved) {
@@ -184,8 +197,12 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
         << "; its gradient is summed\n  with stage 0's before the optimizer step.\n";
   }
   if (tp > 1) {
-    out << "  Per TP rank: c_attn and c_fc split by columns, both c_proj by rows (bias replicated),\n"
-           "  wte split by vocabulary rows, wpe and LayerNorms replicated.\n";
+    if (model.family == ModelFamily::llama)
+      out << "  Per TP rank: q, k, v (by heads), gate and up split by output features, o_proj and down_proj by\n"
+             "  input features, embed_tokens and lm_head by vocabulary rows, RMSNorms replicated.\n";
+    else
+      out << "  Per TP rank: c_attn and c_fc split by columns, both c_proj by rows (bias replicated),\n"
+             "  wte split by vocabulary rows, wpe and LayerNorms replicated.\n";
   }
 }
 

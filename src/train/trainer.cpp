@@ -209,6 +209,9 @@ void Trainer::State::open_timeline(const RunSummary& run) {
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
   check_world_size(deck, world);
+  if (deck.model.family != ModelFamily::gpt2)
+    throw InputError(deck.path + ": model.family = \"" + word_of(deck.model.family) +
+                     "\" can be planned (trident plan) but not yet trained: trident trains model.family = \"gpt2\"");
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
   RunSummary run{deck,

@@ -97,5 +97,27 @@ TEST(InputDecks, TinyAcceptsTheOverridesTheReadmeUses) {
   EXPECT_NE(deck.text.find("# --set schedule.kind=gpipe\n"), std::string::npos);
 }
 
+// The plan-only Llama 3 decks carry the published shapes (Llama 3 paper, table 3).
+TEST(InputDecks, LlamaThreeDecksHaveThePublishedShapes) {
+  struct Shape {
+    const char* file;
+    int layers, d_model, heads, ffn_hidden;
+  };
+  for (const Shape& shape :
+       {Shape{"llama3-8b.toml", 32, 4096, 32, 14336}, Shape{"llama3-70b.toml", 80, 8192, 64, 28672},
+        Shape{"llama3-405b.toml", 126, 16384, 128, 53248}}) {
+    const ModelConfig model = load_deck(deck_path(shape.file), {}).model;
+    EXPECT_EQ(model.family, ModelFamily::llama) << shape.file;
+    EXPECT_EQ(model.layers, shape.layers) << shape.file;
+    EXPECT_EQ(model.d_model, shape.d_model) << shape.file;
+    EXPECT_EQ(model.heads, shape.heads) << shape.file;
+    EXPECT_EQ(model.key_value_heads(), 8) << shape.file;
+    EXPECT_EQ(model.mlp_hidden(), shape.ffn_hidden) << shape.file;
+    EXPECT_EQ(model.vocab, 128256) << shape.file;
+    EXPECT_EQ(model.seq_len, 8192) << shape.file;
+    EXPECT_FALSE(model.tie_embeddings) << shape.file;
+  }
+}
+
 }  // namespace
 }  // namespace trident

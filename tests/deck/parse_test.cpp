@@ -43,6 +43,41 @@ TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
   EXPECT_EQ(deck.output.log_every, defaults.output.log_every);
 }
 
+// GPT-2's shape keys follow from its architecture: MHA, a 4C MLP, LayerNorm eps 1e-5, tied head.
+TEST(DeckParse, Gpt2IsTheDefaultFamilyWithItsFixedShape) {
+  const Deck deck = parse(kMinimalDeck);
+  EXPECT_EQ(deck.model.family, ModelFamily::gpt2);
+  EXPECT_EQ(deck.model.key_value_heads(), 4);
+  EXPECT_EQ(deck.model.mlp_hidden(), 4 * 64);
+  EXPECT_TRUE(deck.model.tie_embeddings);
+}
+
+// Llama's defaults: MHA unless kv_heads is given, Meta's SwiGLU width rule, an untied head. The
+// rule's published instances: Llama 2 7B (C 4096) has 11008, Llama 1 65B (C 8192) 22016.
+TEST(DeckParse, LlamaDefaultsFollowMetasRules) {
+  const Deck small = parse(std::string(kMinimalDeck) + "family = \"llama\"\n");
+  EXPECT_EQ(small.model.family, ModelFamily::llama);
+  EXPECT_EQ(small.model.key_value_heads(), 4);
+  EXPECT_EQ(small.model.mlp_hidden(), 256);  // ⌈8·64/3⌉ = 171, up to a multiple of 256
+  EXPECT_EQ(small.model.rope_theta, 500000.0);
+  EXPECT_EQ(small.model.norm_eps, 1e-5);
+  EXPECT_FALSE(small.model.tie_embeddings);
+  EXPECT_EQ(parse("[model]\nfamily = \"llama\"\nlayers = 1\nd_model = 4096\nheads = 32\nseq_len = 8\nvocab = 32000\n")
+                .model.mlp_hidden(),
+            11008);
+  EXPECT_EQ(parse("[model]\nfamily = \"llama\"\nlayers = 1\nd_model = 8192\nheads = 64\nseq_len = 8\nvocab = 32000\n")
+                .model.mlp_hidden(),
+            22016);
+  const Deck given = parse(std::string(kMinimalDeck) +
+                           "family = \"llama\"\nkv_heads = 2\nffn_hidden = 96\nrope_theta = 10000.0\nnorm_eps = 1e-6\n"
+                           "tie_embeddings = true\n");
+  EXPECT_EQ(given.model.key_value_heads(), 2);
+  EXPECT_EQ(given.model.mlp_hidden(), 96);
+  EXPECT_EQ(given.model.rope_theta, 10000.0);
+  EXPECT_EQ(given.model.norm_eps, 1e-6);
+  EXPECT_TRUE(given.model.tie_embeddings);
+}
+
 TEST(DeckParse, ReadsEveryKeyIntoItsField) {
   ScratchDir dir("every_key");
   dir.write("tokens.bin", "not checked here: the data module reads it");

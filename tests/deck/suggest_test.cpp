@@ -44,8 +44,9 @@ TEST(ClosestKey, FixesTyposInTheNameOrTheSection) {
 
 TEST(Schema, EveryKeyIsUniqueAndFindable) {
   const std::vector<std::string> keys = key_names();
-  // Every field of config.hpp's sections (stage_layers_balanced is stage_layers = "balanced").
-  EXPECT_EQ(keys.size(), 46u);
+  // Every field of config.hpp's sections (stage_layers_balanced is stage_layers = "balanced",
+  // resume_file is checkpoint.resume given a path).
+  EXPECT_EQ(keys.size(), 51u);
   for (const KeySpec& key : deck_keys()) {
     EXPECT_EQ(find_key(key.section, key.name), &key) << key.full_name();
   }

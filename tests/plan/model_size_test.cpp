@@ -64,6 +64,39 @@ TEST(ModelSize, Gpt3FamilyMatchesThePaperTable) {
   }
 }
 
+ModelConfig llama(int layers, int d_model, int heads, int kv_heads, int ffn_hidden, bool tied = false) {
+  ModelConfig model = shape(layers, d_model, heads, 8192, 128256);
+  model.family = ModelFamily::llama;
+  model.kv_heads = kv_heads;
+  model.ffn_hidden = ffn_hidden;
+  model.tie_embeddings = tied;
+  return model;
+}
+
+// Meta's published sizes (the Hugging Face checkpoints' parameter totals): Llama 3.1 8B and 70B
+// exactly, 405B as "405.85 B", and the tied Llama 3.2 1B.
+TEST(ModelSize, LlamaFamilyMatchesMetasPublishedCounts) {
+  EXPECT_EQ(total_params(llama(32, 4096, 32, 8, 14336)), 8'030'261'248);
+  EXPECT_EQ(total_params(llama(80, 8192, 64, 8, 28672)), 70'553'706'496);
+  EXPECT_NEAR(static_cast<double>(total_params(llama(126, 16384, 128, 8, 53248))), 405.85e9, 0.001 * 405.85e9);
+  EXPECT_EQ(total_params(llama(16, 2048, 32, 8, 8192, true)), 1'235'814'400);
+}
+
+// A Llama block on one TP rank, counted by hand: norms replicated, every projection split.
+TEST(ModelSize, LlamaBlockShardsAndStages) {
+  const ModelConfig model = llama(4, 64, 8, 2, 96);
+  const std::int64_t c = 64, hd = 8, f = 96;
+  const std::int64_t projections = c * 8 * hd + 2 * c * 2 * hd + 8 * hd * c + 3 * c * f;
+  EXPECT_EQ(block_params(model), 2 * c + projections);
+  EXPECT_EQ(block_params(model, 2), 2 * c + projections / 2);
+  EXPECT_THROW(block_params(model, 4), InputError);  // 2 kv heads do not split across 4 ranks
+  EXPECT_EQ(non_embedding_params(model), 4 * block_params(model) + c);
+  // Untied: the last stage holds lm_head, the first embed_tokens; no position table.
+  EXPECT_EQ(position_params(model), 0);
+  EXPECT_EQ(sum_over_stages(model, 2, 1), total_params(model));
+  EXPECT_EQ(total_params(model), 2 * model.vocab * c + non_embedding_params(model));
+}
+
 TEST(ModelSize, PaddedVocabIsTheNextMultipleOfTp) {
   EXPECT_EQ(padded_vocab(50257, 1), 50257);
   EXPECT_EQ(padded_vocab(50257, 8), 50264);

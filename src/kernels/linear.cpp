@@ -24,22 +24,41 @@ void accumulate_column_sums(float* sums, const float* a, int rows, int columns) 
 }  // namespace
 
 void linear_forward(GemmContext& context, float* y, const float* x, const float* w, const float* bias, int rows, int in,
-                    int out) {
+                    int out, WeightLayout layout) {
   // BLAS clears C before accumulating into it when beta = 0; filling C with the bias instead and
   // accumulating with beta = 1 makes the bias free.
   if (bias) fill_rows_with_bias(y, bias, rows, out);
-  gemm(context, false, false, rows, out, in, 1.0f, x, in, w, out, bias ? 1.0f : 0.0f, y, out);
+  const bool out_in = layout == WeightLayout::out_in;
+  gemm(context, false, out_in, rows, out, in, 1.0f, x, in, w, out_in ? in : out, bias ? 1.0f : 0.0f, y, out);
 }
 
-void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in,
-                           int out) {
-  gemm(context, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
+namespace {
+
+void input_grad(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
+                WeightLayout layout, float beta) {
+  const bool out_in = layout == WeightLayout::out_in;
+  gemm(context, false, !out_in, rows, in, out, 1.0f, dy, out, w, out_in ? in : out, beta, dx, in);
+}
+
+}  // namespace
+
+void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
+                           WeightLayout layout) {
+  input_grad(context, dx, dy, w, rows, in, out, layout, 0.0f);
+}
+
+void linear_backward_input_add(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in,
+                               int out, WeightLayout layout) {
+  input_grad(context, dx, dy, w, rows, in, out, layout, 1.0f);
 }
 
 void linear_backward_weight(GemmContext& context, float* dw, float* dbias, const float* x, const float* dy, int rows,
-                            int in, int out) {
-  gemm(context, true, false, in, out, rows, 1.0f, x, in, dy, out, 1.0f, dw, out);
-  accumulate_column_sums(dbias, dy, rows, out);
+                            int in, int out, WeightLayout layout) {
+  if (layout == WeightLayout::out_in)
+    gemm(context, true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);  // dw[out, in] += dyᵀ · x
+  else
+    gemm(context, true, false, in, out, rows, 1.0f, x, in, dy, out, 1.0f, dw, out);
+  if (dbias) accumulate_column_sums(dbias, dy, rows, out);
 }
 
 }  // namespace trident

@@ -1,4 +1,5 @@
-// Fully connected layer in GPT-2's Conv1D layout: weight [in, out] row-major, y = x · W + b.
+// Fully connected layer, y = x · W + b, with W stored in GPT-2's Conv1D layout [in, out] row-major
+// or in nn.Linear's [out, in] (Llama, as Hugging Face stores it).
 // The backward pass is split in two (input gradient, weight gradient) so that zero-bubble pipeline
 // schedules can run them at different times. Weight gradients accumulate across micro-batches.
 #pragma once
@@ -7,16 +8,24 @@
 
 namespace trident {
 
+enum class WeightLayout { in_out, out_in };
+
 // y[rows, out] = x[rows, in] · w[in, out] + bias[out]; a null bias adds none (the ranks of a
 // row-parallel layer but one, whose partial sums are then added up).
 void linear_forward(GemmContext& context, float* y, const float* x, const float* w, const float* bias, int rows, int in,
-                    int out);
+                    int out, WeightLayout layout = WeightLayout::in_out);
 
 // dx[rows, in] = dy[rows, out] · wᵀ   (overwrites dx)
-void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out);
+void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
+                           WeightLayout layout = WeightLayout::in_out);
 
-// dw[in, out] += xᵀ · dy;  dbias[out] += Σ_rows dy
+// dx[rows, in] += dy · (the weight as [out, in]): the input gradient of a layer whose input feeds
+// several layers (Llama's q, k, v and gate, up), summed over them.
+void linear_backward_input_add(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in,
+                               int out, WeightLayout layout = WeightLayout::in_out);
+
+// dw += xᵀ · dy (in the weight's layout);  dbias[out] += Σ_rows dy (no bias: null)
 void linear_backward_weight(GemmContext& context, float* dw, float* dbias, const float* x, const float* dy, int rows,
-                            int in, int out);
+                            int in, int out, WeightLayout layout = WeightLayout::in_out);
 
 }  // namespace trident

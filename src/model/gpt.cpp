@@ -74,7 +74,9 @@ struct Workspace {
         datt(uninitialised("datt", static_cast<std::size_t>(B) * local.heads * cfg.seq_len * cfg.seq_len)),
         dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
-  BackwardScratch scratch() const { return {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data()}; }
+  BackwardScratch scratch() const {
+    return {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), nullptr};  // GPT-2 has no up projection
+  }
 
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
   FloatBuffer dln, datty, dqkv, datt, dfch;

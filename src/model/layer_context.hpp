@@ -9,6 +9,7 @@
 
 #include "comm/comm.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/rope.hpp"
 #include "model/tp_shape.hpp"
 
 namespace trident {
@@ -23,8 +24,9 @@ struct BackwardScratch {
   float* dln;    // [B, T, C]       gradient w.r.t. a norm's output
   float* datty;  // [B, T, C/tp]    gradient w.r.t. the attention output
   float* datt;   // [B, H/tp, T, T] gradient w.r.t. the attention probabilities
-  float* dfch;   // [B, T, 4C/tp]   gradient w.r.t. the MLP's hidden layer (weights now)
+  float* dfch;   // [B, T, F/tp]    gradient w.r.t. the MLP's hidden layer (Llama: then its gate)
   float* dqkv;   // [B, T, 3C/tp]   gradient w.r.t. q, k and v (weights now)
+  float* dup;    // [B, T, F/tp]    Llama: gradient w.r.t. the MLP's up projection (weights now)
 };
 
 struct LayerContext {
@@ -33,6 +35,8 @@ struct LayerContext {
   Comm& tp;
   GemmContext& gemm;
   BackwardScratch scratch;
+  const RopeTable* rope = nullptr;  // Llama: the rotary embedding's angles
+  float norm_eps = 1e-5f;           // Llama: RMSNorm epsilon
 
   int rows() const { return B * T; }
   std::size_t hidden_floats() const { return static_cast<std::size_t>(B) * T * C; }  // one [B, T, C] tensor

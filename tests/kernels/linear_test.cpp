@@ -59,5 +59,31 @@ TEST(Linear, BackwardMatchesFiniteDifferences) {
   expect_gradient("bias", l.bias, difference(to_host(dbias), dbias_before), objective, 1e-2f);
 }
 
+// nn.Linear's layout [out, in] computes what the Conv1D layout does with the transposed matrix.
+TEST(Linear, OutInLayoutIsTheTransposedWeight) {
+  LinearCase l;
+  const auto w = to_host(l.w);
+  std::vector<float> transposed(w.size());
+  for (int i = 0; i < in; ++i)
+    for (int o = 0; o < out; ++o) transposed[o * in + i] = w[i * out + o];
+  FloatBuffer wt("wt", in * out), y("y", rows * out);
+  copy_to(wt, transposed);
+  l.forward();
+  linear_forward(l.gemm, y.data(), l.x.data(), wt.data(), l.bias.data(), rows, in, out, WeightLayout::out_in);
+  const auto expected_y = to_host(l.y), got_y = to_host(y);
+  for (std::size_t i = 0; i < got_y.size(); ++i) EXPECT_NEAR(got_y[i], expected_y[i], 1e-5);
+
+  const FloatBuffer dy = random_buffer(rows * out, 8);
+  FloatBuffer dx("dx", rows * in), dx_t("dx_t", rows * in), dw("dw", in * out), dw_t("dw_t", in * out);
+  linear_backward_input(l.gemm, dx.data(), dy.data(), l.w.data(), rows, in, out);
+  linear_backward_input(l.gemm, dx_t.data(), dy.data(), wt.data(), rows, in, out, WeightLayout::out_in);
+  linear_backward_weight(l.gemm, dw.data(), nullptr, l.x.data(), dy.data(), rows, in, out);
+  linear_backward_weight(l.gemm, dw_t.data(), nullptr, l.x.data(), dy.data(), rows, in, out, WeightLayout::out_in);
+  const auto a = to_host(dx), b = to_host(dx_t), c = to_host(dw), d = to_host(dw_t);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5);
+  for (int i = 0; i < in; ++i)
+    for (int o = 0; o < out; ++o) EXPECT_NEAR(d[o * in + i], c[i * out + o], 1e-5);
+}
+
 }  // namespace
 }  // namespace trident

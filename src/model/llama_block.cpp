@@ -1,0 +1,148 @@
+#include "model/llama_block.hpp"
+
+#include "kernels/attention.hpp"
+#include "kernels/copy.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/residual.hpp"
+#include "kernels/rmsnorm.hpp"
+#include "kernels/rope.hpp"
+#include "kernels/swiglu.hpp"
+
+namespace trident {
+
+namespace {
+
+constexpr WeightLayout kLinear = WeightLayout::out_in;
+
+AttentionShape attention_shape(const LayerContext& ctx) {
+  const TpShape& local = ctx.local;
+  const long q_width = static_cast<long>(local.heads) * local.head_dim;
+  const long kv_width = static_cast<long>(local.kv_heads) * local.head_dim;
+  return {ctx.B, ctx.T, local.heads, local.kv_heads, local.head_dim, q_width, kv_width, q_width};
+}
+
+}  // namespace
+
+void LlamaBlock::add_parameters(ParamStore& params, const ModelConfig& cfg, int layer) {
+  const std::int64_t C = cfg.d_model, hd = cfg.head_dim(), F = cfg.mlp_hidden();
+  const std::int64_t q = cfg.heads * hd, kv = cfg.key_value_heads() * hd;
+  constexpr int by_rows = 0, by_columns = 1;  // nn.Linear weights are [out, in]
+  const std::string p = prefix(layer);
+  params.add(p + "input_layernorm.weight", {C});
+  params.add(p + "self_attn.q_proj.weight", {q, C}, by_rows);
+  params.add(p + "self_attn.k_proj.weight", {kv, C}, by_rows);
+  params.add(p + "self_attn.v_proj.weight", {kv, C}, by_rows);
+  params.add(p + "self_attn.o_proj.weight", {C, q}, by_columns);
+  params.add(p + "post_attention_layernorm.weight", {C});
+  params.add(p + "mlp.gate_proj.weight", {F, C}, by_rows);
+  params.add(p + "mlp.up_proj.weight", {F, C}, by_rows);
+  params.add(p + "mlp.down_proj.weight", {C, F}, by_columns);
+}
+
+LlamaBlock::Weights LlamaBlock::tensors(const FloatBuffer& buffer, const ParamStore& params, int layer) {
+  const std::string p = prefix(layer);
+  auto at = [&](const std::string& name) { return params.find(p + name).in(buffer); };
+  return {at("input_layernorm.weight"),  at("self_attn.q_proj.weight"), at("self_attn.k_proj.weight"),
+          at("self_attn.v_proj.weight"), at("self_attn.o_proj.weight"), at("post_attention_layernorm.weight"),
+          at("mlp.gate_proj.weight"),    at("mlp.up_proj.weight"),      at("mlp.down_proj.weight")};
+}
+
+void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash& x, const float* input) {
+  const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
+  const int q_width = ctx.local.heads * ctx.local.head_dim, kv_width = ctx.local.kv_heads * ctx.local.head_dim;
+  // Row-parallel projection back to C: this rank's input features times its columns of w, summed over TP.
+  auto row_parallel = [&](float* y, const float* in, const float* weight, int in_features) {
+    linear_forward(ctx.gemm, y, in, weight, nullptr, BT, in_features, C, kLinear);
+    ctx.tp.all_reduce_sum(y, ctx.hidden_floats());
+  };
+  rmsnorm_forward(x.norm1, x.norm1_rstd, input, w.input_norm, ctx.norm_eps, BT, C);
+  linear_forward(ctx.gemm, x.q, x.norm1, w.q_proj, nullptr, BT, C, q_width, kLinear);
+  linear_forward(ctx.gemm, x.k, x.norm1, w.k_proj, nullptr, BT, C, kv_width, kLinear);
+  linear_forward(ctx.gemm, x.v, x.norm1, w.v_proj, nullptr, BT, C, kv_width, kLinear);
+  rope_rotate(x.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, +1);
+  rope_rotate(x.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, +1);
+  attention_forward(ctx.gemm, x.atty, x.att, x.q, x.k, x.v, attention_shape(ctx));
+  row_parallel(x.residual2, x.atty, w.o_proj, q_width);
+  residual_forward(x.residual2, x.residual2, input, ctx.hidden_floats());
+  rmsnorm_forward(x.norm2, x.norm2_rstd, x.residual2, w.post_attention_norm, ctx.norm_eps, BT, C);
+  linear_forward(ctx.gemm, x.gate, x.norm2, w.gate_proj, nullptr, BT, C, F, kLinear);
+  linear_forward(ctx.gemm, x.up, x.norm2, w.up_proj, nullptr, BT, C, F, kLinear);
+  swiglu_forward(x.h, x.gate, x.up, static_cast<long>(BT) * F);
+  row_parallel(x.residual3, x.h, w.down_proj, F);
+  residual_forward(x.residual3, x.residual3, x.residual2, ctx.hidden_floats());
+}
+
+void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
+                          const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
+  const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
+  const int q_width = ctx.local.heads * ctx.local.head_dim, kv_width = ctx.local.kv_heads * ctx.local.head_dim;
+  const bool now = when == WeightGrads::now;
+  float* dln = ctx.scratch.dln;
+  auto keep = [&](float* kept_grad) {
+    if (kept_grad != dresidual) copy_floats(kept_grad, dresidual, ctx.hidden_floats());
+  };
+  auto weight_grads_now = [&](std::initializer_list<Linear> layers) {
+    if (now)
+      for (Linear layer : layers) linear_weight_grad(layer, ctx, dw, x, kept);
+  };
+  // The gradient entering the column-parallel projections from their shared input is this rank's
+  // share only: it is summed over TP while their weight gradients run.
+  auto reduce_over_tp_during = [&](std::initializer_list<Linear> layers) {
+    const CommRequestPtr reduce = ctx.tp.all_reduce_sum_async(dln, ctx.hidden_floats());
+    weight_grads_now(layers);
+    reduce->wait();
+  };
+  keep(kept.mlp_out);
+  linear_backward_input(ctx.gemm, kept.gate, dresidual, w.down_proj, BT, F, C, kLinear);  // dh, then dgate
+  weight_grads_now({Linear::down});
+  swiglu_backward(kept.gate, kept.up, kept.gate, x.gate, x.up, static_cast<long>(BT) * F);
+  linear_backward_input(ctx.gemm, dln, kept.gate, w.gate_proj, BT, C, F, kLinear);
+  linear_backward_input_add(ctx.gemm, dln, kept.up, w.up_proj, BT, C, F, kLinear);
+  reduce_over_tp_during({Linear::gate, Linear::up});
+  rmsnorm_backward(dresidual, dw.post_attention_norm, dln, x.residual2, x.norm2_rstd, w.post_attention_norm, BT, C);
+
+  keep(kept.attn_out);
+  linear_backward_input(ctx.gemm, ctx.scratch.datty, dresidual, w.o_proj, BT, q_width, C, kLinear);
+  weight_grads_now({Linear::o});
+  attention_backward(ctx.gemm, kept.q, kept.k, kept.v, ctx.scratch.datt, ctx.scratch.datty, x.q, x.k, x.v, x.att,
+                     attention_shape(ctx));
+  rope_rotate(kept.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, -1);
+  rope_rotate(kept.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, -1);
+  linear_backward_input(ctx.gemm, dln, kept.q, w.q_proj, BT, C, q_width, kLinear);
+  linear_backward_input_add(ctx.gemm, dln, kept.k, w.k_proj, BT, C, kv_width, kLinear);
+  linear_backward_input_add(ctx.gemm, dln, kept.v, w.v_proj, BT, C, kv_width, kLinear);
+  reduce_over_tp_during({Linear::q, Linear::k, Linear::v});
+  rmsnorm_backward(dresidual, dw.input_norm, dln, input, x.norm1_rstd, w.input_norm, BT, C);
+}
+
+void LlamaBlock::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {
+  for (Linear layer : {Linear::down, Linear::gate, Linear::up, Linear::o, Linear::q, Linear::k, Linear::v})
+    linear_weight_grad(layer, ctx, dw, x, kept);
+}
+
+void LlamaBlock::linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
+                                    const OutputGrads& kept) {
+  const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
+  const int q_width = ctx.local.heads * ctx.local.head_dim, kv_width = ctx.local.kv_heads * ctx.local.head_dim;
+  auto grad = [&](float* weight_grad, const float* in, const float* out_grad, int in_features, int out_features) {
+    linear_backward_weight(ctx.gemm, weight_grad, nullptr, in, out_grad, BT, in_features, out_features, kLinear);
+  };
+  switch (layer) {
+    case Linear::down:
+      return grad(dw.down_proj, x.h, kept.mlp_out, F, C);
+    case Linear::gate:
+      return grad(dw.gate_proj, x.norm2, kept.gate, C, F);
+    case Linear::up:
+      return grad(dw.up_proj, x.norm2, kept.up, C, F);
+    case Linear::o:
+      return grad(dw.o_proj, x.atty, kept.attn_out, q_width, C);
+    case Linear::q:
+      return grad(dw.q_proj, x.norm1, kept.q, C, q_width);
+    case Linear::k:
+      return grad(dw.k_proj, x.norm1, kept.k, C, kv_width);
+    case Linear::v:
+      return grad(dw.v_proj, x.norm1, kept.v, C, kv_width);
+  }
+}
+
+}  // namespace trident

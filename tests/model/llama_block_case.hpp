@@ -1,0 +1,89 @@
+// One Llama block set up on this rank for the block tests and the PyTorch reference dump: a small
+// grouped-query shape (4 query heads on 2 kv heads), random weights, its stash, scratch and context.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "gradient_check.hpp"
+#include "model/llama_block.hpp"
+#include "model_test_support.hpp"
+
+namespace trident::testing {
+
+ModelConfig llama_block_config() {
+  ModelConfig cfg;
+  cfg.family = ModelFamily::llama;
+  cfg.layers = 1;
+  cfg.d_model = 16;
+  cfg.heads = 4;
+  cfg.kv_heads = 2;
+  cfg.ffn_hidden = 24;
+  cfg.seq_len = 5;
+  cfg.vocab = 32;
+  cfg.rope_theta = 100.0;  // angles that turn visibly within 5 positions
+  return cfg;
+}
+
+// Carves `record` out of a new buffer: counting first, then for real.
+template <class Record, class Carve>
+FloatBuffer carved(Record& record, const Carve& carve) {
+  std::size_t count = 0;
+  carve(record, [&](std::size_t n) { return count += n, static_cast<float*>(nullptr); });
+  FloatBuffer buffer("carved", count);
+  float* next = buffer.data();
+  carve(record, [&](std::size_t n) { return std::exchange(next, next + n); });
+  return buffer;
+}
+
+// A block with its parameters, stash, scratch and context, all on this rank.
+struct BlockCase {
+  static constexpr int B = 2;
+  ModelConfig cfg = llama_block_config();
+  TpShape local{cfg, 0, 1};
+  std::size_t rows = static_cast<std::size_t>(B) * cfg.seq_len, C = cfg.d_model, F = cfg.mlp_hidden();
+  ParamStore params;
+  GemmContext gemm;
+  RopeTable rope{cfg.seq_len, cfg.head_dim(), cfg.rope_theta};
+  FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C},
+      datt{"datt", static_cast<std::size_t>(B) * cfg.heads*cfg.seq_len*cfg.seq_len}, dfch{"dfch", rows*F},
+      dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
+  LayerContext ctx{B,
+                   cfg.seq_len,
+                   cfg.d_model,
+                   local,
+                   no_tp(),
+                   gemm,
+                   {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()},
+                   &rope,
+                   1e-5f};
+  LlamaBlock::Stash stash{};
+  LlamaBlock::OutputGrads kept{};
+  FloatBuffer stash_floats =
+      carved(stash, [&](auto& x, auto&& take) { LlamaBlock::carve(x, local, B, cfg.seq_len, C, take); });
+  FloatBuffer kept_floats = carved(kept, [&](auto& g, auto&& take) { LlamaBlock::carve(g, local, rows, C, take); });
+  FloatBuffer input = random_buffer(rows * C, 1);
+
+  // Weights well away from 0 (norm weights near 1), so every path carries a visible gradient.
+  BlockCase() {
+    LlamaBlock::add_parameters(params, cfg, 0);
+    params.allocate();
+    std::vector<float> values(params.total_size());
+    std::uint64_t seed = 10;
+    for (const ParamTensor& tensor : params.tensors()) {
+      const bool norm = tensor.name.find("layernorm") != std::string::npos;
+      const auto v = random_values(tensor.size, ++seed, norm ? 0.2f : 0.4f, norm ? 1.0f : 0.0f);
+      std::copy(v.begin(), v.end(), values.begin() + tensor.offset);
+    }
+    copy_to(params.values, values);
+  }
+  LlamaBlock::Weights weights() const { return LlamaBlock::tensors(params.values, params, 0); }
+  LlamaBlock::Weights grads() const { return LlamaBlock::tensors(params.grads, params, 0); }
+  void forward() { LlamaBlock::forward(ctx, weights(), stash, input.data()); }
+  FloatBuffer output() const {
+    const std::size_t first = stash.residual3 - stash_floats.data();
+    return Kokkos::subview(stash_floats, std::pair<std::size_t, std::size_t>(first, first + rows * C));
+  }
+};
+
+}  // namespace trident::testing

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "dp/tensor_pieces.hpp"
+#include "model/families.hpp"
 #include "optim/grad_norm.hpp"
 
 namespace trident {
@@ -11,7 +12,7 @@ namespace {
 
 bool counted_here(const ParamTensor& tensor, const ProcessGrid& grid) {
   const bool tp_counted = tensor.tp_sharded() || grid.tp_rank() == 0;
-  const bool tied_head_copy = tensor.name == "wte.weight" && !grid.first_stage();
+  const bool tied_head_copy = is_token_embedding(tensor.name) && !grid.first_stage();
   return tp_counted && !tied_head_copy;
 }
 

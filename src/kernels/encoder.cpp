@@ -42,7 +42,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
       "encoder_backward", B * T, C,
       KOKKOS_LAMBDA(int bt) {
         return Destinations<2>{token_row(dwte, tokens[bt], vocab_first, vocab_rows, C),
-                               dwpe + static_cast<long>(bt % T) * C};
+                               dwpe ? dwpe + static_cast<long>(bt % T) * C : nullptr};
       },
       KOKKOS_LAMBDA(int bt, int c) {
         const float d = dout[static_cast<long>(bt) * C + c];

@@ -16,6 +16,7 @@ void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_
                      const float* wpe, int B, int T, int C);
 
 // dwte[tokens[b, t] − vocab_first, :] += dout[b, t, :] for the tokens held;  dwpe[t, :] += dout[b, t, :]
+// (dwpe may be null: no position table)
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_first,
                       int vocab_rows, int B, int T, int C);
 

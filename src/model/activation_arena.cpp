@@ -12,8 +12,9 @@ namespace {
 
 // Carves the stash tensors out of `base` in order; returns the number of floats used. With a null
 // base it only counts, so the size and the layout come from the same list.
+template <class Block>
 std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const ModelChunk& chunk,
-                  StashContent content, Activations& a) {
+                  StashContent content, Activations<Block>& a) {
   const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
   const std::size_t V = local.vocab_rows;
@@ -26,19 +27,20 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
   a.encoded = take(BT * C);
   if (content == StashContent::inputs) return used;
   a.layers.resize(chunk.num_layers);
-  for (Gpt2Block::Stash& layer : a.layers) Gpt2Block::carve(layer, local, B, T, C, take);
+  for (typename Block::Stash& layer : a.layers) Block::carve(layer, local, B, T, C, take);
   if (!chunk.head) return used;
-  a.lnf = take(BT * C);
-  a.lnf_mean = take(BT);
-  a.lnf_rstd = take(BT);
+  a.final_norm = take(BT * C);
+  a.final_norm_mean = Block::kLayerNorm ? take(BT) : nullptr;
+  a.final_norm_rstd = take(BT);
   a.probs = take(BT * V);
   a.losses = take(BT);
   return used;
 }
 
+template <class Block>
 std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
                          StashContent content) {
-  Activations layout;
+  Activations<Block> layout;
   return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, layout);
 }
 
@@ -54,26 +56,30 @@ std::size_t stashed_ids(const ModelConfig& cfg, int micro_batch_size, const Mode
 
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
                         StashContent content) {
-  return stash_floats(cfg, micro_batch_size, tp_size, chunk, content) * sizeof(float) +
-         stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
+  const std::size_t floats = cfg.family == ModelFamily::llama
+                                 ? stash_floats<LlamaBlock>(cfg, micro_batch_size, tp_size, chunk, content)
+                                 : stash_floats<Gpt2Block>(cfg, micro_batch_size, tp_size, chunk, content);
+  return floats * sizeof(float) + stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
 }
 
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size) {
   return stash_bytes(cfg, micro_batch_size, tp_size, whole_model(cfg));
 }
 
-ActivationArena::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                                 StashContent content, ActivationMemory* memory)
+template <class Block>
+ActivationArena<Block>::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size,
+                                        const ModelChunk& chunk, StashContent content, ActivationMemory* memory)
     : cfg_(cfg),
       micro_batch_size_(micro_batch_size),
       tp_size_(tp_size),
       chunk_(chunk),
       content_(content),
       memory_(memory),
-      slot_floats_(stash_floats(cfg, micro_batch_size, tp_size, chunk, content)),
+      slot_floats_(stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content)),
       slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size, chunk, content)) {}
 
-ActivationArena::Slot ActivationArena::make_slot() const {
+template <class Block>
+typename ActivationArena<Block>::Slot ActivationArena<Block>::make_slot() const {
   Slot slot;
   slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
   carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, slot.activations);
@@ -83,13 +89,15 @@ ActivationArena::Slot ActivationArena::make_slot() const {
   return slot;
 }
 
-ActivationArena::Slot* ActivationArena::find(int microbatch) {
+template <class Block>
+typename ActivationArena<Block>::Slot* ActivationArena<Block>::find(int microbatch) {
   for (Slot& slot : slots_)
     if (slot.in_use && slot.microbatch == microbatch) return &slot;
   return nullptr;
 }
 
-Activations& ActivationArena::acquire(int microbatch) {
+template <class Block>
+Activations<Block>& ActivationArena<Block>::acquire(int microbatch) {
   if (find(microbatch))
     throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is already in flight");
   Slot* free = nullptr;
@@ -107,18 +115,23 @@ Activations& ActivationArena::acquire(int microbatch) {
   return free->activations;
 }
 
-Activations& ActivationArena::stash(int microbatch) {
+template <class Block>
+Activations<Block>& ActivationArena<Block>::stash(int microbatch) {
   Slot* slot = find(microbatch);
   if (!slot) throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is not in flight");
   return slot->activations;
 }
 
-void ActivationArena::release(int microbatch) {
+template <class Block>
+void ActivationArena<Block>::release(int microbatch) {
   Slot* slot = find(microbatch);
   if (!slot) throw std::logic_error("micro-batch " + std::to_string(microbatch) + " is not in flight");
   slot->in_use = false;
   --in_flight_;
   if (memory_) memory_->current -= slot_bytes_;
 }
+
+template class ActivationArena<Gpt2Block>;
+template class ActivationArena<LlamaBlock>;
 
 }  // namespace trident

@@ -1,7 +1,9 @@
 // The activations one micro-batch's forward pass stashes for its backward pass, and the arena
 // that holds one stash per micro-batch in flight. A stash is one flat float buffer carved into
 // named tensors (llm.c's ActivationTensors) plus the micro-batch's input tokens. It covers one
-// model chunk (model_chunk.hpp): its input, its blocks, and the head's tensors when it has the head.
+// model chunk (model_chunk.hpp): its input, its blocks (each block type's Stash record), and the
+// head's tensors when it has the head. Both are templates over the block type (Gpt2Block or
+// LlamaBlock); stash_bytes picks the family's.
 //
 // Under full recomputation a second arena keeps only each chunk's inputs (StashContent::inputs):
 // the input hidden states (or tokens) and the targets, from which backward re-runs the forward.
@@ -17,16 +19,18 @@
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
 #include "model/gpt2_block.hpp"
+#include "model/llama_block.hpp"
 #include "model/model_chunk.hpp"
 
 namespace trident {
 
+template <class Block>
 struct Activations {
-  float* encoded;  // [B, T, C] the chunk's input: token + position embedding, or the previous chunk's output
-  std::vector<Gpt2Block::Stash> layers;  // the chunk's blocks, in order
-  float* lnf;       // [B, T, C]   (head chunk only, like the four below)
-  float* lnf_mean;  // [B, T]
-  float* lnf_rstd;  // [B, T]
+  float* encoded;  // [B, T, C] the chunk's input: token (+ position) embedding, or the previous chunk's output
+  std::vector<typename Block::Stash> layers;  // the chunk's blocks, in order
+  float* final_norm;                          // [B, T, C]   (head chunk only, like the four below)
+  float* final_norm_mean;                     // [B, T]      LayerNorm families only
+  float* final_norm_rstd;                     // [B, T]
   float* probs;     // [B, T, ⌈V/tp⌉] this TP rank's logits, then softmax − onehot(target)
                     // (see kernels/cross_entropy.hpp); padding columns are never written
   float* losses;    // [B, T]
@@ -48,6 +52,7 @@ struct ActivationMemory {
   std::size_t peak = 0;
 };
 
+template <class Block>
 class ActivationArena {
  public:
   // `memory` (optional) is shared by the arenas of one rank so that their total peak is known.
@@ -58,9 +63,9 @@ class ActivationArena {
 
   // The stash for `microbatch`, which must not be in flight yet. A free slot is reused; memory is
   // allocated only when every slot is in use, so a steady state of micro-batches allocates nothing.
-  Activations& acquire(int microbatch);
+  Activations<Block>& acquire(int microbatch);
   // The stash of a micro-batch in flight.
-  Activations& stash(int microbatch);
+  Activations<Block>& stash(int microbatch);
   // Frees the slot of a micro-batch in flight for reuse.
   void release(int microbatch);
 
@@ -70,7 +75,7 @@ class ActivationArena {
  private:
   struct Slot {
     FloatBuffer floats;
-    Activations activations;
+    Activations<Block> activations;
     bool in_use = false;
     int microbatch = 0;
   };

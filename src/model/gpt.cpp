@@ -11,54 +11,70 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/encoder.hpp"
 #include "kernels/layernorm.hpp"
+#include "kernels/rmsnorm.hpp"
 #include "kernels/tied_head.hpp"
 #include "model/activation_arena.hpp"
-#include "model/gpt2_block.hpp"
+#include "model/families.hpp"
 #include "model/init.hpp"
 #include "model/tp_shape.hpp"
 #include "model/vocab_parallel_loss.hpp"
 
 namespace trident {
 
-void add_gpt_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
+namespace {
+
+template <class Family>
+void add_family_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
   constexpr int by_rows = 0;
   bool embedding = false, head = false;
   for (const ModelChunk& chunk : chunks) embedding |= chunk.embedding, head |= chunk.head;
-  if (embedding || head) params.add("wte.weight", {cfg.vocab, cfg.d_model}, by_rows);
-  if (embedding) params.add("wpe.weight", {cfg.seq_len, cfg.d_model});
+  if (embedding || (head && cfg.tie_embeddings)) params.add(Family::embedding, {cfg.vocab, cfg.d_model}, by_rows);
+  if (embedding && Family::positions) params.add(Family::positions, {cfg.seq_len, cfg.d_model});
   for (const ModelChunk& chunk : chunks)
     for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
-      Gpt2Block::add_parameters(params, cfg, layer);
-  if (head) {
-    params.add("ln_f.weight", {cfg.d_model});
-    params.add("ln_f.bias", {cfg.d_model});
-  }
+      Family::Block::add_parameters(params, cfg, layer);
+  if (!head) return;
+  params.add(Family::final_norm, {cfg.d_model});
+  if (Family::final_norm_bias) params.add(Family::final_norm_bias, {cfg.d_model});
+  if (!cfg.tie_embeddings) params.add(kUntiedHead, {cfg.vocab, cfg.d_model}, by_rows);
+}
+
+}  // namespace
+
+void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
+  if (cfg.family == ModelFamily::llama)
+    add_family_parameters<LlamaFamily>(params, cfg, chunks);
+  else
+    add_family_parameters<Gpt2Family>(params, cfg, chunks);
 }
 
 namespace {
 
 // Pointers to the model's tensors inside one flat buffer (the values, or the gradients): the
-// embedding and the head's where this rank holds them (else null), and the blocks by global layer
-// (those held elsewhere left null).
+// embedding's and the head's where this rank holds them (else null), and the blocks by global
+// layer (those held elsewhere left unset).
+template <class Family>
 struct ModelTensors {
-  float *wte, *wpe;
-  std::vector<Gpt2Block::Weights> h;
-  float *ln_f_weight, *ln_f_bias;
+  using Weights = typename Family::Block::Weights;
+  ModelTensors(const FloatBuffer& buffer, const ParamStore& params, const std::vector<ModelChunk>& chunks, int layers)
+      : blocks(layers) {
+    auto at = [&](const char* name) -> float* {
+      const ParamTensor* tensor = name ? params.try_find(name) : nullptr;
+      return tensor ? tensor->in(buffer) : nullptr;
+    };
+    embedding = at(Family::embedding);
+    positions = at(Family::positions);
+    final_norm = at(Family::final_norm);
+    final_norm_bias = at(Family::final_norm_bias);
+    head = params.try_find(kUntiedHead) ? at(kUntiedHead) : embedding;
+    for (const ModelChunk& chunk : chunks)
+      for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
+        blocks[layer] = Family::Block::tensors(buffer, params, layer);
+  }
+  float *embedding = nullptr, *positions = nullptr, *final_norm = nullptr, *final_norm_bias = nullptr;
+  float* head = nullptr;  // lm_head, or the embedding when tied
+  std::vector<Weights> blocks;
 };
-
-ModelTensors tensors_in(const FloatBuffer& buffer, const ParamStore& params, const std::vector<ModelChunk>& chunks,
-                        int layers) {
-  auto at = [&](const std::string& name) -> float* {
-    const ParamTensor* tensor = params.try_find(name);
-    return tensor ? tensor->in(buffer) : nullptr;
-  };
-  ModelTensors t{at("wte.weight"), at("wpe.weight"), std::vector<Gpt2Block::Weights>(layers), at("ln_f.weight"),
-                 at("ln_f.bias")};
-  for (const ModelChunk& chunk : chunks)
-    for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
-      t.h[layer] = Gpt2Block::tensors(buffer, params, layer);
-  return t;
-}
 
 FloatBuffer uninitialised(const char* name, std::size_t n) {
   return FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), n);
@@ -66,188 +82,277 @@ FloatBuffer uninitialised(const char* name, std::size_t n) {
 
 // Activation gradients of one backward pass (micro-batches run backward one at a time).
 struct Workspace {
-  Workspace(const ModelConfig& cfg, const TpShape& local, int B)
+  Workspace(const ModelConfig& cfg, const TpShape& local, int B, bool up_projection)
       : dresidual(uninitialised("dresidual", rows(cfg, B) * cfg.d_model)),
         dln(uninitialised("dln", rows(cfg, B) * cfg.d_model)),
         datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
         dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
         datt(uninitialised("datt", static_cast<std::size_t>(B) * local.heads * cfg.seq_len * cfg.seq_len)),
-        dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)) {}
+        dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)),
+        dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
   BackwardScratch scratch() const {
-    return {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), nullptr};  // GPT-2 has no up projection
+    return {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()};
   }
 
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
-  FloatBuffer dln, datty, dqkv, datt, dfch;
+  FloatBuffer dln, datty, dqkv, datt, dfch, dup;
 };
 
 // One micro-batch's deferred weight gradients (between I and W of a zero-bubble schedule): each
 // block's output gradients, kept in `storage`; the layers' inputs stay in the micro-batch's stash.
 // The head's weight gradient reads the stash and the loss scale.
+template <class Block>
 struct DeferredWeightGrads {
   FloatBuffer storage;
-  std::vector<Gpt2Block::OutputGrads> blocks;  // the chunk's blocks, in order
+  std::vector<typename Block::OutputGrads> blocks;  // the chunk's blocks, in order
   float loss_scale = 1.0f;
 };
 
+template <class Block>
 struct ChunkState {
   ChunkState(const ModelConfig& cfg, int B, int tp_size, const ModelChunk& spec, Recompute recompute,
              ActivationMemory& memory)
       : spec(spec), stash(cfg, B, tp_size, spec, StashContent::all, &memory) {
     if (recompute == Recompute::full)
-      inputs = std::make_unique<ActivationArena>(cfg, B, tp_size, spec, StashContent::inputs, &memory);
+      inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory);
   }
   ModelChunk spec;
-  ActivationArena stash;
-  std::unique_ptr<ActivationArena> inputs;  // recomputation: what forward keeps of each micro-batch
-  std::map<int, DeferredWeightGrads> deferred;
+  ActivationArena<Block> stash;
+  std::unique_ptr<ActivationArena<Block>> inputs;  // recomputation: what forward keeps of each micro-batch
+  std::map<int, DeferredWeightGrads<Block>> deferred;
 };
 
 // What block `index` of a chunk reads: the previous block's output, or the chunk's input (the
 // embedding output, or the previous chunk's output).
-const float* block_input(const Activations& a, int index) {
+template <class Block>
+const float* block_input(const Activations<Block>& a, int index) {
   return index > 0 ? a.layers[index - 1].residual3 : a.encoded;
 }
 
-const float* chunk_output(const ModelChunk& spec, const Activations& a) { return block_input(a, spec.num_layers); }
+template <class Block>
+const float* chunk_output(const ModelChunk& spec, const Activations<Block>& a) {
+  return block_input(a, spec.num_layers);
+}
 
 }  // namespace
 
+// What the model is whatever its family; FamilyModel below is the family's composition.
 struct Gpt::Impl {
-  Impl(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs, Recompute recompute,
-       MatmulPrecision precision)
-      : cfg(cfg),
-        B(micro_batch_size),
-        specs(std::move(chunk_specs)),
-        params(tp.rank(), tp.size()),
-        gemm(precision),
-        ws(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size),
-        ctx{micro_batch_size, cfg.seq_len, cfg.d_model, TpShape(cfg, tp.rank(), tp.size()), tp, gemm, ws.scratch()},
-        loss(micro_batch_size * cfg.seq_len, ctx.local, tp) {
-    for (const ModelChunk& spec : specs)
-      chunks.push_back(std::make_unique<ChunkState>(cfg, B, tp.size(), spec, recompute, memory));
-  }
-
-  ChunkState& chunk(int index) {
-    if (index < 0 || index >= static_cast<int>(chunks.size()))
-      throw std::out_of_range("Gpt: chunk " + std::to_string(index) + " of " + std::to_string(chunks.size()));
-    return *chunks[index];
-  }
-
-  double run_forward(const ModelChunk& spec, Activations& a, const int* targets);
-  const Activations& stash_for_backward(ChunkState& c, int microbatch);
-  void embedding_forward(Activations& a);
-  double head_forward(Activations& a, const float* input, const int* targets);
-  void head_backward(const Activations& a, const float* input, float loss_scale, WeightGrads when);
-  void head_weight_grad(const Activations& a, float loss_scale);
-  void blocks_backward(ChunkState& c, const Activations& a, DeferredWeightGrads* deferred,
-                       const GradsReadyFn& grads_ready);
-  DeferredWeightGrads& defer_weight_grads(ChunkState& c, int microbatch, float loss_scale);
-  void release(ChunkState& c, int microbatch);
-  void report_ready(const GradsReadyFn& grads_ready, const std::string& first, const std::string& last) const;
+  Impl(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs)
+      : cfg(cfg), B(micro_batch_size), specs(std::move(chunk_specs)), params(tp.rank(), tp.size()) {}
+  virtual ~Impl() = default;
+  virtual double forward(int chunk, int microbatch, const ForwardIO& io) = 0;
+  virtual void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
+                        const GradsReadyFn& grads_ready) = 0;
+  virtual void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) = 0;
 
   ModelConfig cfg;
   int B;
   std::vector<ModelChunk> specs;
   ParamStore params;
-  GemmContext gemm;
-  Workspace ws;
-  LayerContext ctx;
-  ModelTensors weights, grads;
   ActivationMemory memory;
-  std::vector<std::unique_ptr<ChunkState>> chunks;
-  std::vector<FloatBuffer> spare_output_grads;  // storage of finished DeferredWeightGrads, for reuse
-  VocabParallelLoss loss;
+};
+
+namespace {
+
+template <class Family>
+class FamilyModel final : public Gpt::Impl {
+ public:
+  using Block = typename Family::Block;
+  using Chunk = ChunkState<Block>;
+  using Stash = Activations<Block>;
+  using Deferred = DeferredWeightGrads<Block>;
+  using ForwardIO = Gpt::ForwardIO;
+  using BackwardIO = Gpt::BackwardIO;
+  using GradsReadyFn = Gpt::GradsReadyFn;
+
+  FamilyModel(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs,
+              Recompute recompute, MatmulPrecision precision)
+      : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
+        gemm_(precision),
+        rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
+        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size, !Block::kLayerNorm),
+        ctx_{micro_batch_size,
+             cfg.seq_len,
+             cfg.d_model,
+             TpShape(cfg, tp.rank(), tp.size()),
+             tp,
+             gemm_,
+             ws_.scratch(),
+             rope_.get(),
+             static_cast<float>(cfg.norm_eps)},
+        loss_(micro_batch_size * cfg.seq_len, ctx_.local, tp) {
+    for (const ModelChunk& spec : specs)
+      chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, memory));
+  }
+
+  // Called once the parameters are allocated.
+  void locate_tensors() {
+    weights_ = std::make_unique<ModelTensors<Family>>(params.values, params, specs, cfg.layers);
+    grads_ = std::make_unique<ModelTensors<Family>>(params.grads, params, specs, cfg.layers);
+  }
+
+  double forward(int chunk, int microbatch, const ForwardIO& io) override;
+  void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
+                const GradsReadyFn& grads_ready) override;
+  void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) override;
+
+ private:
+  Chunk& chunk(int index) {
+    if (index < 0 || index >= static_cast<int>(chunks_.size()))
+      throw std::out_of_range("Gpt: chunk " + std::to_string(index) + " of " + std::to_string(chunks_.size()));
+    return *chunks_[index];
+  }
+  void check_forward_io(const ModelChunk& spec, int chunk, const ForwardIO& io) const;
+  double run_forward(const ModelChunk& spec, Stash& a, const int* targets);
+  const Stash& stash_for_backward(Chunk& c, int microbatch);
+  void embedding_forward(Stash& a);
+  void embedding_backward(const Stash& a, bool now, const GradsReadyFn& grads_ready);
+  double head_forward(Stash& a, const float* input, const int* targets);
+  void head_backward(const Stash& a, const float* input, float loss_scale, WeightGrads when);
+  void head_weight_grad(const Stash& a, float loss_scale);
+  void report_head(const GradsReadyFn& grads_ready) const;
+  void blocks_backward(Chunk& c, const Stash& a, Deferred* deferred, const GradsReadyFn& grads_ready);
+  Deferred& defer_weight_grads(Chunk& c, int microbatch, float loss_scale);
+  void release(Chunk& c, int microbatch);
+  void report_ready(const GradsReadyFn& grads_ready, const std::string& first, const std::string& last) const;
+
+  GemmContext gemm_;
+  std::unique_ptr<RopeTable> rope_;  // rotary families only
+  Workspace ws_;
+  LayerContext ctx_;
+  std::unique_ptr<ModelTensors<Family>> weights_, grads_;
+  std::vector<std::unique_ptr<Chunk>> chunks_;
+  std::vector<FloatBuffer> spare_output_grads_;  // storage of finished Deferred records, for reuse
+  VocabParallelLoss loss_;
 };
 
 // The forward pass of one chunk over a stash whose input (encoded, or tokens for the embedding
 // chunk) is filled in. Returns the loss sum on the head chunk, else 0.
-double Gpt::Impl::run_forward(const ModelChunk& spec, Activations& a, const int* targets) {
+template <class Family>
+double FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const int* targets) {
   if (spec.embedding) embedding_forward(a);
   for (int i = 0; i < spec.num_layers; ++i)
-    Gpt2Block::forward(ctx, weights.h[spec.first_layer + i], a.layers[i], block_input(a, i));
+    Block::forward(ctx_, weights_->blocks[spec.first_layer + i], a.layers[i], block_input(a, i));
   return spec.head ? head_forward(a, chunk_output(spec, a), targets) : 0.0;
 }
 
-// Token and position embedding: each token's row of wte is on one TP rank, so the ranks' partial
-// embeddings are summed.
-void Gpt::Impl::embedding_forward(Activations& a) {
-  const TpShape& local = ctx.local;
-  encoder_forward(a.encoded, a.tokens.data(), weights.wte, local.vocab_first, local.vocab_rows, ctx.once(weights.wpe),
-                  B, ctx.T, ctx.C);
-  ctx.tp.all_reduce_sum(a.encoded, ctx.hidden_floats());
+// Token (and position) embedding: each token's row of the embedding is on one TP rank, so the
+// ranks' partial embeddings are summed.
+template <class Family>
+void FamilyModel<Family>::embedding_forward(Stash& a) {
+  const TpShape& local = ctx_.local;
+  encoder_forward(a.encoded, a.tokens.data(), weights_->embedding, local.vocab_first, local.vocab_rows,
+                  ctx_.once(weights_->positions), B, ctx_.T, ctx_.C);
+  ctx_.tp.all_reduce_sum(a.encoded, ctx_.hidden_floats());
 }
 
-// ln_f, the logits through the tied wte (this rank's vocabulary columns) and the vocab-parallel loss.
-double Gpt::Impl::head_forward(Activations& a, const float* input, const int* targets) {
-  const int BT = ctx.rows(), C = ctx.C;
-  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, input, weights.ln_f_weight, weights.ln_f_bias, BT, C);
-  tied_head_forward(gemm, a.probs, a.lnf, weights.wte, BT, C, ctx.local.vocab_real, ctx.local.vocab_rows);
-  return loss(a.probs, a.losses, targets);
+// The embedding's gradient from ws_.dresidual. A tied embedding is reported by the caller once its
+// copies are summed; the position table and an untied embedding are final here.
+template <class Family>
+void FamilyModel<Family>::embedding_backward(const Stash& a, bool now, const GradsReadyFn& grads_ready) {
+  const TpShape& local = ctx_.local;
+  encoder_backward(grads_->embedding, grads_->positions, ws_.dresidual.data(), a.tokens.data(), local.vocab_first,
+                   local.vocab_rows, B, ctx_.T, ctx_.C);
+  if (!now) return;
+  if (Family::positions) report_ready(grads_ready, Family::positions, Family::positions);
+  if (!cfg.tie_embeddings) report_ready(grads_ready, Family::embedding, Family::embedding);
 }
 
-// Leaves the gradient w.r.t. the head's input in ws.dresidual. a.probs holds d(loss sum)/d(logits);
-// loss_scale enters through the head's GEMM alpha. The gradient w.r.t. ln_f's output is this
-// rank's vocabulary share: it is summed over TP while the tied head's weight gradient runs.
-void Gpt::Impl::head_backward(const Activations& a, const float* input, float loss_scale, WeightGrads when) {
-  const int BT = ctx.rows(), C = ctx.C;
-  float* dln = ws.dln.data();
-  tied_head_backward_input(gemm, dln, a.probs, weights.wte, loss_scale, BT, C, ctx.local.vocab_real,
-                           ctx.local.vocab_rows);
-  const CommRequestPtr reduce = ctx.tp.all_reduce_sum_async(dln, ctx.hidden_floats());
+// The final norm, the logits through the head (this rank's vocabulary rows) and the
+// vocab-parallel loss.
+template <class Family>
+double FamilyModel<Family>::head_forward(Stash& a, const float* input, const int* targets) {
+  const int BT = ctx_.rows(), C = ctx_.C;
+  if constexpr (Block::kLayerNorm)
+    layernorm_forward(a.final_norm, a.final_norm_mean, a.final_norm_rstd, input, weights_->final_norm,
+                      weights_->final_norm_bias, BT, C);
+  else
+    rmsnorm_forward(a.final_norm, a.final_norm_rstd, input, weights_->final_norm, ctx_.norm_eps, BT, C);
+  tied_head_forward(gemm_, a.probs, a.final_norm, weights_->head, BT, C, ctx_.local.vocab_real, ctx_.local.vocab_rows);
+  return loss_(a.probs, a.losses, targets);
+}
+
+// Leaves the gradient w.r.t. the head's input in ws_.dresidual. a.probs holds d(loss sum)/d(logits);
+// loss_scale enters through the head's GEMM alpha. The gradient w.r.t. the final norm's output is
+// this rank's vocabulary share: it is summed over TP while the head's weight gradient runs.
+template <class Family>
+void FamilyModel<Family>::head_backward(const Stash& a, const float* input, float loss_scale, WeightGrads when) {
+  const int BT = ctx_.rows(), C = ctx_.C;
+  float* dln = ws_.dln.data();
+  tied_head_backward_input(gemm_, dln, a.probs, weights_->head, loss_scale, BT, C, ctx_.local.vocab_real,
+                           ctx_.local.vocab_rows);
+  const CommRequestPtr reduce = ctx_.tp.all_reduce_sum_async(dln, ctx_.hidden_floats());
   if (when == WeightGrads::now) head_weight_grad(a, loss_scale);
   reduce->wait();
-  Kokkos::deep_copy(ws.dresidual, 0.0f);
-  layernorm_backward(ws.dresidual.data(), grads.ln_f_weight, grads.ln_f_bias, dln, input, a.lnf_mean, a.lnf_rstd,
-                     weights.ln_f_weight, BT, C);
+  Kokkos::deep_copy(ws_.dresidual, 0.0f);
+  if constexpr (Block::kLayerNorm)
+    layernorm_backward(ws_.dresidual.data(), grads_->final_norm, grads_->final_norm_bias, dln, input, a.final_norm_mean,
+                       a.final_norm_rstd, weights_->final_norm, BT, C);
+  else
+    rmsnorm_backward(ws_.dresidual.data(), grads_->final_norm, dln, input, a.final_norm_rstd, weights_->final_norm, BT,
+                     C);
 }
 
-void Gpt::Impl::head_weight_grad(const Activations& a, float loss_scale) {
-  tied_head_backward_weight(gemm, grads.wte, a.probs, a.lnf, loss_scale, ctx.rows(), ctx.C, ctx.local.vocab_real,
-                            ctx.local.vocab_rows);
+template <class Family>
+void FamilyModel<Family>::head_weight_grad(const Stash& a, float loss_scale) {
+  tied_head_backward_weight(gemm_, grads_->head, a.probs, a.final_norm, loss_scale, ctx_.rows(), ctx_.C,
+                            ctx_.local.vocab_real, ctx_.local.vocab_rows);
 }
 
-// The chunk's blocks from last to first, ws.dresidual carrying the gradient between them; with
+// The final norm (and the untied head) as final; a tied head's gradient waits for the caller's sum.
+template <class Family>
+void FamilyModel<Family>::report_head(const GradsReadyFn& grads_ready) const {
+  const char* last =
+      cfg.tie_embeddings ? (Family::final_norm_bias ? Family::final_norm_bias : Family::final_norm) : kUntiedHead;
+  report_ready(grads_ready, Family::final_norm, last);
+}
+
+// The chunk's blocks from last to first, ws_.dresidual carrying the gradient between them; with
 // `deferred` the linear layers' weight gradients wait in it for weight_grad().
-void Gpt::Impl::blocks_backward(ChunkState& c, const Activations& a, DeferredWeightGrads* deferred,
-                                const GradsReadyFn& grads_ready) {
+template <class Family>
+void FamilyModel<Family>::blocks_backward(Chunk& c, const Stash& a, Deferred* deferred,
+                                          const GradsReadyFn& grads_ready) {
   const WeightGrads when = deferred ? WeightGrads::deferred : WeightGrads::now;
-  float* dresidual = ws.dresidual.data();
+  float* dresidual = ws_.dresidual.data();
   for (int i = c.spec.num_layers - 1; i >= 0; --i) {
     const int layer = c.spec.first_layer + i;
-    const Gpt2Block::OutputGrads kept = deferred ? deferred->blocks[i] : Gpt2Block::in_place(ctx, dresidual);
-    Gpt2Block::backward(ctx, weights.h[layer], grads.h[layer], a.layers[i], block_input(a, i), dresidual, kept, when);
-    if (!deferred) report_ready(grads_ready, Gpt2Block::first_parameter(layer), Gpt2Block::last_parameter(layer));
+    const typename Block::OutputGrads kept = deferred ? deferred->blocks[i] : Block::in_place(ctx_, dresidual);
+    Block::backward(ctx_, weights_->blocks[layer], grads_->blocks[layer], a.layers[i], block_input(a, i), dresidual,
+                    kept, when);
+    if (!deferred) report_ready(grads_ready, Block::first_parameter(layer), Block::last_parameter(layer));
   }
 }
 
 // The stash of a micro-batch about to run backward; under recomputation it is rebuilt first by
 // re-running forward from the kept input.
-const Activations& Gpt::Impl::stash_for_backward(ChunkState& c, int microbatch) {
+template <class Family>
+auto FamilyModel<Family>::stash_for_backward(Chunk& c, int microbatch) -> const Stash& {
   if (!c.inputs) return c.stash.stash(microbatch);
-  Activations& kept = c.inputs->stash(microbatch);
-  Activations& rebuilt = c.stash.acquire(microbatch);
+  Stash& kept = c.inputs->stash(microbatch);
+  Stash& rebuilt = c.stash.acquire(microbatch);
   if (c.spec.embedding)
     Kokkos::deep_copy(rebuilt.tokens, kept.tokens);
   else
-    copy_floats(rebuilt.encoded, kept.encoded, ctx.hidden_floats());
+    copy_floats(rebuilt.encoded, kept.encoded, ctx_.hidden_floats());
   run_forward(c.spec, rebuilt, c.spec.head ? kept.targets.data() : nullptr);
   c.inputs->release(microbatch);
   return rebuilt;
 }
 
-DeferredWeightGrads& Gpt::Impl::defer_weight_grads(ChunkState& c, int microbatch, float loss_scale) {
-  DeferredWeightGrads& d = c.deferred[microbatch];
+template <class Family>
+auto FamilyModel<Family>::defer_weight_grads(Chunk& c, int microbatch, float loss_scale) -> Deferred& {
+  Deferred& d = c.deferred[microbatch];
   d.loss_scale = loss_scale;
-  const std::size_t rows = ctx.rows();
+  const std::size_t rows = ctx_.rows();
   std::size_t needed = 0;
-  Gpt2Block::OutputGrads layout{};
-  Gpt2Block::carve(layout, ctx.local, rows, ctx.C, [&](std::size_t n) { return needed += n, nullptr; });
+  typename Block::OutputGrads layout{};
+  Block::carve(layout, ctx_.local, rows, ctx_.C, [&](std::size_t n) { return needed += n, nullptr; });
   needed *= c.spec.num_layers;
-  if (!spare_output_grads.empty() && spare_output_grads.back().extent(0) >= needed) {
-    d.storage = spare_output_grads.back();
-    spare_output_grads.pop_back();
+  if (!spare_output_grads_.empty() && spare_output_grads_.back().extent(0) >= needed) {
+    d.storage = spare_output_grads_.back();
+    spare_output_grads_.pop_back();
   } else {
     d.storage = uninitialised("deferred_output_grads", needed);
   }
@@ -255,48 +360,36 @@ DeferredWeightGrads& Gpt::Impl::defer_weight_grads(ChunkState& c, int microbatch
   memory.peak = std::max(memory.peak, memory.current);
   float* next = d.storage.data();
   d.blocks.resize(c.spec.num_layers);
-  for (Gpt2Block::OutputGrads& block : d.blocks)
-    Gpt2Block::carve(block, ctx.local, rows, ctx.C, [&](std::size_t n) { return std::exchange(next, next + n); });
+  for (typename Block::OutputGrads& block : d.blocks)
+    Block::carve(block, ctx_.local, rows, ctx_.C, [&](std::size_t n) { return std::exchange(next, next + n); });
   return d;
 }
 
 // Frees what the micro-batch holds once its weight gradients are done.
-void Gpt::Impl::release(ChunkState& c, int microbatch) {
+template <class Family>
+void FamilyModel<Family>::release(Chunk& c, int microbatch) {
   if (auto d = c.deferred.find(microbatch); d != c.deferred.end()) {
     memory.current -= d->second.storage.extent(0) * sizeof(float);
-    spare_output_grads.push_back(d->second.storage);
+    spare_output_grads_.push_back(d->second.storage);
     c.deferred.erase(d);
   }
   c.stash.release(microbatch);
 }
 
 // Reports the gradients of the tensors from `first` to `last` (contiguous in the store) as final.
-void Gpt::Impl::report_ready(const GradsReadyFn& grads_ready, const std::string& first, const std::string& last) const {
+template <class Family>
+void FamilyModel<Family>::report_ready(const GradsReadyFn& grads_ready, const std::string& first,
+                                       const std::string& last) const {
   if (!grads_ready) return;
   const ParamTensor& begin = params.find(first);
   const ParamTensor& end = params.find(last);
   grads_ready(begin.offset, end.offset + end.size - begin.offset);
 }
 
-Gpt::Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks,
-         Recompute recompute, MatmulPrecision precision) {
-  if (chunks.empty()) chunks.push_back(whole_model(cfg));
-  impl_ = std::make_unique<Impl>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision);
-  add_gpt_parameters(impl_->params, cfg, impl_->specs);
-  impl_->params.allocate();
-  init_gpt2_parameters(impl_->params, cfg.layers, seed);
-  impl_->weights = tensors_in(impl_->params.values, impl_->params, impl_->specs, cfg.layers);
-  impl_->grads = tensors_in(impl_->params.grads, impl_->params, impl_->specs, cfg.layers);
-}
-
-Gpt::~Gpt() = default;
-
-double Gpt::forward(int chunk, int microbatch, const ForwardIO& io) {
-  Impl& m = *impl_;
-  ChunkState& c = m.chunk(chunk);
-  const ModelChunk& spec = c.spec;
-  const std::size_t BT = m.ctx.rows(), BTC = m.ctx.hidden_floats();
-  const int V = m.cfg.vocab;
+template <class Family>
+void FamilyModel<Family>::check_forward_io(const ModelChunk& spec, int chunk, const ForwardIO& io) const {
+  const std::size_t BT = ctx_.rows();
+  const int V = cfg.vocab;
   auto check_ids = [&](const IntBuffer* ids, const char* what) {
     if (!ids || ids->extent(0) != BT)
       throw std::invalid_argument(std::string("Gpt::forward: ") + what + " must hold micro_batch_size × seq_len = " +
@@ -308,16 +401,23 @@ double Gpt::forward(int chunk, int microbatch, const ForwardIO& io) {
   if (spec.head) check_ids(io.targets, "targets");
   if ((!spec.embedding && !io.input) || (!spec.head && !io.output))
     throw std::invalid_argument("Gpt::forward: chunk " + std::to_string(chunk) + " needs its input and output buffers");
+}
 
-  Activations& a = c.stash.acquire(microbatch);
+template <class Family>
+double FamilyModel<Family>::forward(int chunk_index, int microbatch, const ForwardIO& io) {
+  Chunk& c = chunk(chunk_index);
+  const ModelChunk& spec = c.spec;
+  check_forward_io(spec, chunk_index, io);
+  const std::size_t BTC = ctx_.hidden_floats();
+  Stash& a = c.stash.acquire(microbatch);
   if (spec.embedding)
     Kokkos::deep_copy(a.tokens, *io.tokens);
   else
     copy_floats(a.encoded, io.input, BTC);
-  const double loss_sum = m.run_forward(spec, a, spec.head ? io.targets->data() : nullptr);
+  const double loss_sum = run_forward(spec, a, spec.head ? io.targets->data() : nullptr);
   if (!spec.head) copy_floats(io.output, chunk_output(spec, a), BTC);
   if (c.inputs) {  // keep only what re-running this forward needs
-    Activations& kept = c.inputs->acquire(microbatch);
+    Stash& kept = c.inputs->acquire(microbatch);
     if (spec.embedding)
       Kokkos::deep_copy(kept.tokens, a.tokens);
     else
@@ -329,56 +429,90 @@ double Gpt::forward(int chunk, int microbatch, const ForwardIO& io) {
 }
 
 // Head, blocks in reverse, embedding: I always, W now or recorded for weight_grad(). Gradient
-// ranges are reported in the order DP reduces them: ln_f, the blocks from last to first, wpe.
-void Gpt::backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
-                   const GradsReadyFn& grads_ready) {
-  Impl& m = *impl_;
-  ChunkState& c = m.chunk(chunk);
+// ranges are reported in the order DP reduces them: the final norm (and untied head), the blocks
+// from last to first, the position table (and untied embedding).
+template <class Family>
+void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_scale, const BackwardIO& io,
+                                   WeightGrads weight_grads, const GradsReadyFn& grads_ready) {
+  Chunk& c = chunk(chunk_index);
   const ModelChunk& spec = c.spec;
   if ((!spec.head && !io.output_grad) || (!spec.embedding && !io.input_grad))
-    throw std::invalid_argument("Gpt::backward: chunk " + std::to_string(chunk) + " needs its gradient buffers");
-  const Activations& a = m.stash_for_backward(c, microbatch);
+    throw std::invalid_argument("Gpt::backward: chunk " + std::to_string(chunk_index) + " needs its gradient buffers");
+  const Stash& a = stash_for_backward(c, microbatch);
   const bool now = weight_grads == WeightGrads::now;
-  DeferredWeightGrads* deferred = now ? nullptr : &m.defer_weight_grads(c, microbatch, loss_scale);
-
+  Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
   if (spec.head) {
-    m.head_backward(a, chunk_output(spec, a), loss_scale, weight_grads);
-    if (now) m.report_ready(grads_ready, "ln_f.weight", "ln_f.bias");
+    head_backward(a, chunk_output(spec, a), loss_scale, weight_grads);
+    if (now) report_head(grads_ready);
   } else {
-    copy_floats(m.ws.dresidual.data(), io.output_grad, m.ctx.hidden_floats());
+    copy_floats(ws_.dresidual.data(), io.output_grad, ctx_.hidden_floats());
   }
-  m.blocks_backward(c, a, deferred, grads_ready);
-  if (spec.embedding) {
-    const TpShape& local = m.ctx.local;
-    encoder_backward(m.grads.wte, m.grads.wpe, m.ws.dresidual.data(), a.tokens.data(), local.vocab_first,
-                     local.vocab_rows, m.B, m.ctx.T, m.ctx.C);
-    if (now) m.report_ready(grads_ready, "wpe.weight", "wpe.weight");
-  } else {
-    copy_floats(io.input_grad, m.ws.dresidual.data(), m.ctx.hidden_floats());
-  }
-  if (now) m.release(c, microbatch);
+  blocks_backward(c, a, deferred, grads_ready);
+  if (spec.embedding)
+    embedding_backward(a, now, grads_ready);
+  else
+    copy_floats(io.input_grad, ws_.dresidual.data(), ctx_.hidden_floats());
+  if (now) release(c, microbatch);
 }
 
-void Gpt::weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) {
-  Impl& m = *impl_;
-  ChunkState& c = m.chunk(chunk);
+template <class Family>
+void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const GradsReadyFn& grads_ready) {
+  Chunk& c = chunk(chunk_index);
   const auto found = c.deferred.find(microbatch);
   if (found == c.deferred.end())
     throw std::logic_error("Gpt::weight_grad: micro-batch " + std::to_string(microbatch) + " of chunk " +
-                           std::to_string(chunk) + " has no deferred weight gradients");
-  const DeferredWeightGrads& d = found->second;
-  const Activations& a = c.stash.stash(microbatch);
+                           std::to_string(chunk_index) + " has no deferred weight gradients");
+  const Deferred& d = found->second;
+  const Stash& a = c.stash.stash(microbatch);
   if (c.spec.head) {
-    m.head_weight_grad(a, d.loss_scale);
-    m.report_ready(grads_ready, "ln_f.weight", "ln_f.bias");
+    head_weight_grad(a, d.loss_scale);
+    report_head(grads_ready);
   }
   for (int i = c.spec.num_layers - 1; i >= 0; --i) {
     const int layer = c.spec.first_layer + i;
-    Gpt2Block::weight_grad(m.ctx, m.grads.h[layer], a.layers[i], d.blocks[i]);
-    m.report_ready(grads_ready, Gpt2Block::first_parameter(layer), Gpt2Block::last_parameter(layer));
+    Block::weight_grad(ctx_, grads_->blocks[layer], a.layers[i], d.blocks[i]);
+    report_ready(grads_ready, Block::first_parameter(layer), Block::last_parameter(layer));
   }
-  if (c.spec.embedding) m.report_ready(grads_ready, "wpe.weight", "wpe.weight");
-  m.release(c, microbatch);
+  if (c.spec.embedding) {
+    if (Family::positions) report_ready(grads_ready, Family::positions, Family::positions);
+    if (!cfg.tie_embeddings) report_ready(grads_ready, Family::embedding, Family::embedding);
+  }
+  release(c, microbatch);
+}
+
+template <class Family>
+std::unique_ptr<Gpt::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
+                                      std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision) {
+  auto model =
+      std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision);
+  add_family_parameters<Family>(model->params, cfg, model->specs);
+  model->params.allocate();
+  init_parameters(model->params, cfg, seed);
+  model->locate_tensors();
+  return model;
+}
+
+}  // namespace
+
+Gpt::Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks,
+         Recompute recompute, MatmulPrecision precision) {
+  if (chunks.empty()) chunks.push_back(whole_model(cfg));
+  impl_ = cfg.family == ModelFamily::llama
+              ? make_model<LlamaFamily>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision)
+              : make_model<Gpt2Family>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision);
+}
+
+Gpt::~Gpt() = default;
+
+double Gpt::forward(int chunk, int microbatch, const ForwardIO& io) { return impl_->forward(chunk, microbatch, io); }
+
+void Gpt::backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
+                   const GradsReadyFn& grads_ready) {
+  impl_->backward(chunk, microbatch, loss_scale, io, weight_grads, grads_ready);
+}
+
+void Gpt::weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) {
+  impl_->weight_grad(chunk, microbatch, grads_ready);
 }
 
 double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets) {
@@ -392,10 +526,14 @@ double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& ta
 
 void Gpt::backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready) {
   backward(0, microbatch, loss_scale, BackwardIO{}, WeightGrads::now, grads_ready);
-  if (grads_ready) {
-    const ParamTensor& wte = impl_->params.find("wte.weight");
-    grads_ready(wte.offset, wte.size);
-  }
+  if (const ParamTensor* embedding = tied_embedding(); embedding && grads_ready)
+    grads_ready(embedding->offset, embedding->size);
+}
+
+const ParamTensor* Gpt::tied_embedding() const {
+  if (!impl_->cfg.tie_embeddings) return nullptr;
+  return impl_->params.try_find(impl_->cfg.family == ModelFamily::llama ? LlamaFamily::embedding
+                                                                        : Gpt2Family::embedding);
 }
 
 void Gpt::zero_grads() { Kokkos::deep_copy(impl_->params.grads, 0.0f); }

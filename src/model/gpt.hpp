@@ -29,16 +29,12 @@
 #include "comm/comm.hpp"
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
+#include "model/families.hpp"
 #include "model/layer_context.hpp"
 #include "model/model_chunk.hpp"
 #include "model/param_store.hpp"
 
 namespace trident {
-
-// Adds to `params` (not yet allocated) the tensors `chunks` need, in model order, with their global
-// shapes and how each is split across the TP ranks (see the comment above). wte serves both the
-// embedding and the tied head.
-void add_gpt_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks);
 
 class Gpt {
  public:
@@ -97,6 +93,11 @@ class Gpt {
 
   void zero_grads();
 
+  // The token embedding when the head is tied to it and this rank holds a copy (first stage, and
+  // the last as the head): its gradient is the caller's to sum over the copies and report. Null
+  // for an untied head, whose model reports both tensors itself.
+  const ParamTensor* tied_embedding() const;
+
   ParamStore& params();
   const ParamStore& params() const;
   const ModelConfig& config() const;
@@ -108,8 +109,10 @@ class Gpt {
   std::size_t activation_bytes() const;
   std::size_t peak_activation_bytes() const;
 
- private:
+  // The family's composition (gpt.cpp), behind one interface.
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

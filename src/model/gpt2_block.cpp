@@ -10,7 +10,7 @@
 namespace trident {
 
 void Gpt2Block::add_parameters(ParamStore& params, const ModelConfig& cfg, int layer) {
-  const std::int64_t C = cfg.d_model;
+  const std::int64_t C = cfg.d_model, F = cfg.mlp_hidden();   // F = 4C for every GPT-2 deck
   constexpr int by_rows = 0, by_columns = 1, qkv_blocks = 3;  // Conv1D weights are [in, out]
   const std::string h = prefix(layer);
   params.add(h + "ln_1.weight", {C});
@@ -21,9 +21,9 @@ void Gpt2Block::add_parameters(ParamStore& params, const ModelConfig& cfg, int l
   params.add(h + "attn.c_proj.bias", {C});
   params.add(h + "ln_2.weight", {C});
   params.add(h + "ln_2.bias", {C});
-  params.add(h + "mlp.c_fc.weight", {C, 4 * C}, by_columns);
-  params.add(h + "mlp.c_fc.bias", {4 * C}, 0);
-  params.add(h + "mlp.c_proj.weight", {4 * C, C}, by_rows);
+  params.add(h + "mlp.c_fc.weight", {C, F}, by_columns);
+  params.add(h + "mlp.c_fc.bias", {F}, 0);
+  params.add(h + "mlp.c_proj.weight", {F, C}, by_rows);
   params.add(h + "mlp.c_proj.bias", {C});
 }
 

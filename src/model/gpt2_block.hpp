@@ -23,6 +23,9 @@
 namespace trident {
 
 struct Gpt2Block {
+  // The family's norms (the final one too) are LayerNorms: weight and bias, mean and rstd kept.
+  static constexpr bool kLayerNorm = true;
+
   // Pointers to the block's tensors in one flat buffer: the values, or the gradients.
   struct Weights {
     float *ln_1_weight, *ln_1_bias;

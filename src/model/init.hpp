@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "deck/config.hpp"
 #include "model/param_store.hpp"
 
 namespace trident {
@@ -14,10 +15,10 @@ namespace trident {
 // Standard normal sample for element `index` of tensor `name`.
 float counter_normal(std::uint64_t seed, std::string_view name, std::uint64_t index);
 
-// GPT-2's scheme: weights N(0, 0.02), the residual projections attn.c_proj.weight and
-// mlp.c_proj.weight N(0, 0.02 / √(2·layers)), biases 0, LayerNorm weights 1. A TP slice draws each
-// element by its global index; padding elements are 0.
-float gpt2_init_std(std::string_view name, int layers);
-void init_gpt2_parameters(ParamStore& params, int layers, std::uint64_t seed);
+// Weights N(0, 0.02) (Hugging Face's initializer_range for both families), biases 0, norm weights
+// 1; GPT-2 scales its residual projections attn.c_proj.weight and mlp.c_proj.weight to
+// N(0, 0.02 / √(2·layers)). A TP slice draws each element by its global index; padding is 0.
+float init_std(const ModelConfig& cfg, std::string_view name);
+void init_parameters(ParamStore& params, const ModelConfig& cfg, std::uint64_t seed);
 
 }  // namespace trident

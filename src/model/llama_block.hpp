@@ -20,6 +20,9 @@
 namespace trident {
 
 struct LlamaBlock {
+  // The family's norms (the final one too) are RMSNorms: weight only, rstd kept.
+  static constexpr bool kLayerNorm = false;
+
   struct Weights {
     float* input_norm;
     float *q_proj, *k_proj, *v_proj, *o_proj;

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "io/parallel_checkpoint.hpp"
+#include "model/families.hpp"
 #include "model/gpt.hpp"
 
 namespace trident {
@@ -27,7 +28,7 @@ std::string dataset_name(const std::string& hf_name) {
 // Every tensor of the whole model with its global shape, in model order: the datasets of a file.
 ParamStore whole_model_layout(const ModelConfig& cfg) {
   ParamStore layout;
-  add_gpt_parameters(layout, cfg, {whole_model(cfg)});
+  add_model_parameters(layout, cfg, {whole_model(cfg)});
   return layout;
 }
 
@@ -35,7 +36,7 @@ ParamStore whole_model_layout(const ModelConfig& cfg) {
 // every TP rank holds whole tp rank 0's, and of the tied wte the first stage's.
 bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
   return grid.dp_rank() == 0 && (tensor.tp_sharded() || grid.tp_rank() == 0) &&
-         (tensor.name != "wte.weight" || grid.first_stage());
+         (!is_token_embedding(tensor.name) || grid.first_stage());
 }
 
 // Host views of this rank's values and AdamW moments (layout of params.values): the buffers
@@ -104,6 +105,7 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
        {"rng", std::string("counter-based (seed, tensor name, element index): no state to save")},
        {"format_version", kCheckpointFormatVersion},
        {"grid", std::to_string(p.tp) + "x" + std::to_string(p.pp) + "x" + std::to_string(p.dp)},
+       {"model_family", word_of(deck.model.family)},
        {"deck", deck.text}});
   if (grid.world_rank == 0) log << "checkpoint " << path << " " << transfer_summary(path, MPI_Wtime() - start) << "\n" << std::flush;
 }

@@ -132,7 +132,7 @@ struct Trainer::State {
              d.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); }}),
         compute(make_stage_compute(d, model, inputs, targets, sync.hook())),
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
-        wte(model.params().try_find("wte.weight")),
+        wte(model.tied_embedding()),
         predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {}
 
   // A timestamp waits for the device work queued before it (a no-op on the CPU build), so that a GPU
@@ -209,9 +209,6 @@ void Trainer::State::open_timeline(const RunSummary& run) {
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
   check_world_size(deck, world);
-  if (deck.model.family != ModelFamily::gpt2)
-    throw InputError(deck.path + ": model.family = \"" + word_of(deck.model.family) +
-                     "\" can be planned (trident plan) but not yet trained: trident trains model.family = \"gpt2\"");
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
   RunSummary run{deck,

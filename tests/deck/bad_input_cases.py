@@ -164,7 +164,6 @@ OVERRIDE_CASES = [
      ["parallel.pp=2", "schedule.kind=auto", "schedule.auto_memory_limit=0.5"],
      ["schedule.kind", "auto", "memory limit"]),
     ("run_set_bad_value", "run", ["train.steps=0"], ["--set train.steps=0", "train.steps"]),
-    ("run_llama_not_yet_trained", "run", ["model.family=llama"], ["model.family", '"llama"', "trident plan"]),
 ]
 
 

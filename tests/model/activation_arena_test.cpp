@@ -33,10 +33,10 @@ TEST(ActivationArena, StashSizeMatchesPlannerFormula) {
 }
 
 TEST(ActivationArena, ReusesFreedSlotsAndTracksPeak) {
-  ActivationArena arena(tiny_config(), 2, 1);
+  ActivationArena<Gpt2Block> arena(tiny_config(), 2, 1);
   const std::size_t stash = stash_bytes(tiny_config(), 2);
-  Activations& first = arena.acquire(10);
-  Activations& second = arena.acquire(11);
+  Activations<Gpt2Block>& first = arena.acquire(10);
+  Activations<Gpt2Block>& second = arena.acquire(11);
   EXPECT_NE(first.encoded, second.encoded);
   EXPECT_EQ(arena.current_bytes(), 2 * stash);
   EXPECT_EQ(&arena.stash(10), &first);

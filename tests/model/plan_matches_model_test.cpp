@@ -28,7 +28,7 @@ std::int64_t registered_elements(const ModelConfig& model, int pp, int stage, in
   const StageLayers layers = partition_layers(model, parallel)[stage];
   const ModelChunk chunk{layers.first_layer, layers.num_layers, stage == 0, stage == pp - 1};
   ParamStore params(0, tp);
-  add_gpt_parameters(params, model, {chunk});
+  add_model_parameters(params, model, {chunk});
   return static_cast<std::int64_t>(params.total_size());
 }
 

@@ -32,8 +32,18 @@ std::int64_t registered_elements(const ModelConfig& model, int pp, int stage, in
   return static_cast<std::int64_t>(params.total_size());
 }
 
+ModelConfig llama(int layers, int d_model, int heads, int kv_heads, int ffn_hidden, bool tied) {
+  ModelConfig model = shape(layers, d_model, heads, 32, 1001);
+  model.family = ModelFamily::llama;
+  model.kv_heads = kv_heads;
+  model.ffn_hidden = ffn_hidden;
+  model.tie_embeddings = tied;
+  return model;
+}
+
 TEST(PlanMatchesModel, EveryStageAndTpShardHoldsWhatThePlanCounts) {
-  for (const ModelConfig& model : {shape(12, 768, 12, 1024, 50257), shape(5, 96, 6, 32, 1001)}) {
+  for (const ModelConfig& model : {shape(12, 768, 12, 1024, 50257), shape(5, 96, 6, 32, 1001),
+                                   llama(5, 96, 6, 6, 192, false), llama(4, 96, 6, 6, 96, true)}) {
     for (int pp : {1, 2, 3}) {
       ParallelConfig parallel;
       parallel.pp = pp;

@@ -1,83 +1,22 @@
-"""One Llama block of trident against PyTorch float64 autograd on the same weights and input.
-
-The reference is Hugging Face's LlamaDecoderLayer written out with plain torch operations (no
-transformers package in Debian): RMSNorm, q/k/v/o projections in nn.Linear layout, RoPE with
-rotate_half, grouped-query attention by repeating each kv head for its query heads, causal
-softmax, SwiGLU MLP, two residual connections. trident's block (fp32) runs in
-tests/model/llama_block_dump.cpp; its output, input gradient and every weight gradient must agree
-with the float64 reference to fp32 rounding.
+"""One Llama block of trident against the float64 PyTorch reference (llama_reference.py) on the same
+weights and input. trident's block (fp32) runs in tests/model/llama_block_dump.cpp; its output,
+input gradient and every weight gradient must agree with the reference to fp32 rounding.
 """
 import os
 import subprocess
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-
-def read_config(directory):
-    values = dict(line.split() for line in (directory / "config.txt").read_text().splitlines())
-    return {k: (float(v) if k in ("rope_theta", "norm_eps") else int(v)) for k, v in values.items()}
-
-
-def load(directory, name, shape):
-    return torch.from_numpy(np.fromfile(directory / f"{name}.f32", dtype="<f4").astype(np.float64)).reshape(shape)
-
-
-def rms_norm(x, weight, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def rope(x, theta):
-    """x [B, heads, T, hd]: HF's apply_rotary_pos_emb with inv_freq = theta^(-2i/hd)."""
-    hd, T = x.shape[-1], x.shape[-2]
-    inv_freq = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
-    angles = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
-    emb = torch.cat((angles, angles), dim=-1)
-    return x * emb.cos() + rotate_half(x) * emb.sin()
-
-
-def decoder_layer(x, p, cfg):
-    B, T, C = x.shape
-    H, KV = cfg["heads"], cfg["kv_heads"]
-    hd = C // H
-    h = rms_norm(x, p["input_layernorm.weight"], cfg["norm_eps"])
-    q = (h @ p["self_attn.q_proj.weight"].T).view(B, T, H, hd).transpose(1, 2)
-    k = (h @ p["self_attn.k_proj.weight"].T).view(B, T, KV, hd).transpose(1, 2)
-    v = (h @ p["self_attn.v_proj.weight"].T).view(B, T, KV, hd).transpose(1, 2)
-    q, k = rope(q, cfg["rope_theta"]), rope(k, cfg["rope_theta"])
-    k = k.repeat_interleave(H // KV, dim=1)  # HF's repeat_kv: query head i reads kv head i // (H / KV)
-    v = v.repeat_interleave(H // KV, dim=1)
-    scores = q @ k.transpose(-1, -2) / hd ** 0.5
-    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    attention = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v
-    x = x + attention.transpose(1, 2).reshape(B, T, C) @ p["self_attn.o_proj.weight"].T
-    h = rms_norm(x, p["post_attention_layernorm.weight"], cfg["norm_eps"])
-    gate, up = h @ p["mlp.gate_proj.weight"].T, h @ p["mlp.up_proj.weight"].T
-    return x + (torch.nn.functional.silu(gate) * up) @ p["mlp.down_proj.weight"].T
-
-
-def relative_error(got, want):
-    return float((got - want).norm() / want.norm())
+from llama_reference import decoder_layer, layer_shapes, load, read_config, relative_error  # noqa: E402
 
 
 def test_llama_block_matches_pytorch_float64(tmp_path):
     subprocess.run([os.environ["TRIDENT_LLAMA_BLOCK_DUMP"], str(tmp_path)], check=True, timeout=120)
     cfg = read_config(tmp_path)
-    B, T, C, F = cfg["batch"], cfg["seq_len"], cfg["d_model"], cfg["ffn_hidden"]
-    hd = C // cfg["heads"]
-    q, kv = cfg["heads"] * hd, cfg["kv_heads"] * hd
-    shapes = {"input_layernorm.weight": (C,), "self_attn.q_proj.weight": (q, C), "self_attn.k_proj.weight": (kv, C),
-              "self_attn.v_proj.weight": (kv, C), "self_attn.o_proj.weight": (C, q),
-              "post_attention_layernorm.weight": (C,), "mlp.gate_proj.weight": (F, C), "mlp.up_proj.weight": (F, C),
-              "mlp.down_proj.weight": (C, F)}
+    B, T, C = cfg["batch"], cfg["seq_len"], cfg["d_model"]
+    shapes = layer_shapes(cfg)
     params = {name: load(tmp_path, f"layers.0.{name}", shape).requires_grad_() for name, shape in shapes.items()}
     x = load(tmp_path, "input", (B, T, C)).requires_grad_()
     output = decoder_layer(x, params, cfg)

@@ -13,6 +13,24 @@ TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
       {.layers = 2, .d_model = 64, .heads = 4, .seq_len = 64, .vocab = 256},
       {.layers = 3, .d_model = 48, .heads = 6, .seq_len = 17, .vocab = 101},
       {.layers = 12, .d_model = 768, .heads = 12, .seq_len = 256, .vocab = 50304},
+      // Llama: grouped-query attention, SwiGLU, RMSNorm (rstd only), untied head.
+      {.family = ModelFamily::llama,
+       .layers = 2,
+       .d_model = 64,
+       .heads = 4,
+       .seq_len = 64,
+       .vocab = 256,
+       .kv_heads = 2,
+       .ffn_hidden = 96,
+       .tie_embeddings = false},
+      {.family = ModelFamily::llama,
+       .layers = 3,
+       .d_model = 96,
+       .heads = 6,
+       .seq_len = 17,
+       .vocab = 101,
+       .kv_heads = 6,
+       .tie_embeddings = false},
   };
   for (const ModelConfig& shape : shapes) {
     for (int micro_batch_size : {1, 3}) {

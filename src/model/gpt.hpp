@@ -1,16 +1,20 @@
-// GPT-2 (DESIGN.md "Model"): embeddings, L pre-LN blocks, final LayerNorm, tied head, cross-entropy.
-// Read top to bottom like llm.c's train_gpt2.c: forward() runs the layers in order and stashes
-// what backward() needs in the activation arena; backward() runs them in reverse. Each block is a
-// forward/backward/weight-gradient triple over its own stash record (model/gpt2_block.hpp); this
-// class owns the chunks, the stashes, the deferred weight gradients and the embedding and head.
+// The transformer of DESIGN.md "Model", either family (model.family, model/families.hpp): GPT-2
+// (token + position embedding, pre-LN blocks, final LayerNorm, tied head) or Llama (token
+// embedding, RMSNorm blocks with RoPE, grouped-query attention and SwiGLU, final RMSNorm, untied or
+// tied head), then the vocab-parallel cross-entropy. Read top to bottom like llm.c's train_gpt2.c:
+// forward() runs the layers in order and stashes what backward() needs in the activation arena;
+// backward() runs them in reverse. Each block is a forward/backward/weight-gradient triple over its
+// own stash record (model/gpt2_block.hpp, model/llama_block.hpp); this class owns the chunks, the
+// stashes, the deferred weight gradients and the embedding and head.
 //
 // Tensor parallelism (Megatron-LM style) over a TP group: each rank holds its heads of the
-// column-parallel c_attn, its columns of the column-parallel c_fc, the matching rows of the
-// row-parallel c_proj layers, and its rows of the vocab-parallel wte (vocabulary padded to a
-// multiple of tp). The residual stream, LayerNorms, wpe and the c_proj biases are replicated and
-// stay identical on every rank. Forward all-reduces the embedding and each c_proj output; backward
-// all-reduces the gradient entering each column-parallel layer and the tied head's input gradient.
-// With a group of one rank this is exactly the single-rank model.
+// column-parallel attention projections, its columns of the MLP's column-parallel input layers, the
+// matching slices of the row-parallel output projections, and its rows of the vocab-parallel
+// embedding and head (vocabulary padded to a multiple of tp). The residual stream, the norms, the
+// position table and the row-parallel biases are replicated and stay identical on every rank.
+// Forward all-reduces the embedding and each row-parallel output; backward all-reduces the gradient
+// entering each column-parallel layer and the head's input gradient. With a group of one rank this
+// is exactly the single-rank model.
 //
 // Pipeline parallelism: a rank holds only its chunks of the model (model_chunk.hpp), one per
 // virtual stage it serves; forward and backward run one chunk for one micro-batch, taking the

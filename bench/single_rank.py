@@ -2,7 +2,7 @@
 """Single-rank benchmark (issues 2 and 8): trident against the GEMM peak and against PyTorch.
 
 For each config, trains with trident for a few steps, reads <run dir>/timeline.h5, then trains the
-same model with bench/pytorch_gpt2.py under the same thread count and OPENBLAS_CORETYPE, and prints
+same model with bench/pytorch_model.py under the same thread count and OPENBLAS_CORETYPE, and prints
 one table row. Steps before --warmup are left out; times are medians.
 
 --device cuda runs trident's GPU build (build/cuda) and PyTorch on the same GPU with TF32 matrix
@@ -23,12 +23,16 @@ sys.path.insert(0, str(REPO / "postprocess"))
 # The one reader of timeline.h5, shared with trident-post.
 from trident_post.timeline import PostError, Timeline, textbook_bubble  # noqa: E402,F401
 
+GPT2 = dict(family="gpt2")
+# ~100M parameters: 75.5M in the blocks, 12.6M each in embed_tokens and the untied lm_head.
+LLAMA = dict(family="llama", kv_heads=4, ffn_hidden=2048)
 CONFIGS = {
-    "small": dict(layers=6, d_model=384, heads=6, vocab=4096, seq_len=256, batch=8),
-    "gpt2": dict(layers=12, d_model=768, heads=12, vocab=50304, seq_len=256, batch=4),
-    "gpt2-1024": dict(layers=12, d_model=768, heads=12, vocab=50304, seq_len=1024, batch=8),
+    "small": dict(GPT2, layers=6, d_model=384, heads=6, vocab=4096, seq_len=256, batch=8),
+    "gpt2": dict(GPT2, layers=12, d_model=768, heads=12, vocab=50304, seq_len=256, batch=4),
+    "gpt2-1024": dict(GPT2, layers=12, d_model=768, heads=12, vocab=50304, seq_len=1024, batch=8),
+    "llama": dict(LLAMA, layers=12, d_model=768, heads=12, vocab=16384, seq_len=256, batch=4),
 }
-DEFAULT_CONFIGS = {"cpu": "small,gpt2", "cuda": "gpt2-1024"}
+DEFAULT_CONFIGS = {"cpu": "small,gpt2,llama", "cuda": "gpt2-1024"}
 
 FLOP_FORMULA = "FLOPs/step = 6*N_nonembedding*B*T + 6*V*C*B*T + 6*L*B*T^2*C"
 
@@ -54,6 +58,13 @@ def timeline_medians(tl, warmup, *columns):
 
 def nonembedding_parameters(cfg):
     C = cfg["d_model"]
+    if cfg["family"] == "llama":
+        kv, F = cfg["kv_heads"] * C // cfg["heads"], cfg["ffn_hidden"]
+        per_block = (C  # input_layernorm
+                     + C * C + 2 * C * kv + C * C  # q, k, v, o_proj
+                     + C  # post_attention_layernorm
+                     + 3 * C * F)  # gate, up, down_proj
+        return cfg["layers"] * per_block + C  # + norm
     per_block = (2 * C  # ln_1
                  + 3 * C * C + 3 * C  # c_attn
                  + C * C + C  # attn c_proj
@@ -63,9 +74,17 @@ def nonembedding_parameters(cfg):
     return cfg["layers"] * per_block + 2 * C  # + ln_f
 
 
+def parameters(cfg):
+    """Every parameter: GPT-2 adds wpe to its tied wte; Llama has embed_tokens and an untied lm_head."""
+    C, V = cfg["d_model"], cfg["vocab"]
+    embeddings = 2 * V * C if cfg["family"] == "llama" else V * C + cfg["seq_len"] * C
+    return nonembedding_parameters(cfg) + embeddings
+
+
 def flops_per_step(cfg):
-    """The issue's model-FLOP count: weights (forward + backward = 6 per weight and token), the tied
-    head, and causal attention counted at half of the full T x T score matrix."""
+    """The issue's model-FLOP count: weights (forward + backward = 6 per weight and token), the
+    head (tied or not; the embedding lookup is not counted), and causal attention counted at half of
+    the full T x T score matrix (over the query heads: GQA shares K and V, not the products)."""
     L, C, V, T, B = (cfg[k] for k in ("layers", "d_model", "vocab", "seq_len", "batch"))
     return 6 * nonembedding_parameters(cfg) * B * T + 6 * V * C * B * T + 6 * L * B * T * T * C
 
@@ -91,8 +110,10 @@ def run_checked(what, command, env):
 def trident_overrides(cfg, steps, run_dir):
     """Every key that shapes the work of a step, so that the deck's own values do not matter."""
     settings = {
+        "model.family": cfg["family"],
         "model.layers": cfg["layers"], "model.d_model": cfg["d_model"], "model.heads": cfg["heads"],
-        "model.vocab": cfg["vocab"], "model.seq_len": cfg["seq_len"], "model.tie_embeddings": "true",
+        "model.vocab": cfg["vocab"], "model.seq_len": cfg["seq_len"],
+        "model.tie_embeddings": "false" if cfg["family"] == "llama" else "true",
         "parallel.tp": 1, "parallel.pp": 1, "parallel.dp": 1,
         "schedule.microbatches": 1, "schedule.micro_batch_size": cfg["batch"],
         "schedule.virtual_stages": 1,
@@ -102,6 +123,8 @@ def trident_overrides(cfg, steps, run_dir):
         "data.kind": "synthetic",
         "output.dir": run_dir,
     }
+    if cfg["family"] == "llama":
+        settings.update({"model.kv_heads": cfg["kv_heads"], "model.ffn_hidden": cfg["ffn_hidden"]})
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 
 
@@ -131,12 +154,14 @@ def run_trident(args, cfg, env):
 
 
 def run_pytorch(args, cfg, env):
-    command = [sys.executable, str(REPO / "bench" / "pytorch_gpt2.py"),
-               "--layers", str(cfg["layers"]), "--d-model", str(cfg["d_model"]),
+    command = [sys.executable, str(REPO / "bench" / "pytorch_model.py"),
+               "--family", cfg["family"], "--layers", str(cfg["layers"]), "--d-model", str(cfg["d_model"]),
                "--heads", str(cfg["heads"]), "--vocab", str(cfg["vocab"]),
                "--seq-len", str(cfg["seq_len"]), "--batch", str(cfg["batch"]),
                "--steps", str(args.steps), "--warmup", str(args.warmup),
                "--threads", str(args.threads), "--device", args.device]
+    if cfg["family"] == "llama":
+        command += ["--kv-heads", str(cfg["kv_heads"]), "--ffn-hidden", str(cfg["ffn_hidden"])]
     if args.device == "cuda":
         command += ["--matmul", "tf32", "--attention", args.torch_attention]
     output = run_checked("PyTorch reference", command, env)
@@ -144,8 +169,11 @@ def run_pytorch(args, cfg, env):
 
 
 def child_environment(args):
-    """Both sides get the same BLAS core type and thread count."""
+    """Both sides get the same BLAS core type and thread count. Without --coretype the variable is
+    removed, so that OpenBLAS dispatches to this CPU's own kernels (the test machines pin Haswell);
+    the core type that ran is read back from each side and printed."""
     env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
     if args.coretype:
         env["OPENBLAS_CORETYPE"] = args.coretype
     env["OPENBLAS_NUM_THREADS"] = str(args.threads)
@@ -171,7 +199,7 @@ def parse_args():
                         help="threads for both sides (default: the CPUs this process may use)")
     parser.add_argument("--coretype", default=None,
                         help="OPENBLAS_CORETYPE for both sides, e.g. Haswell or SkylakeX "
-                             "(default: the environment's, reported)")
+                             "(default: unset, OpenBLAS detects the CPU; the core type is reported)")
     parser.add_argument("--trident", type=Path, default=None,
                         help="the executable (default: build/cpu/src/trident, or build/cuda/... on cuda)")
     parser.add_argument("--deck", type=Path, default=REPO / "input_decks" / "small.toml",
@@ -212,11 +240,15 @@ def bench_config(args, name, env):
            f"{100 * gflops / peak_gflops:.1f}%",
            f"{reference['ms_per_step']:.1f}", f"{reference['tokens_per_s']:.0f}",
            f"{tokens_per_s / reference['tokens_per_s']:.2f}"]
-    note = (f"{name}: L={cfg['layers']} C={cfg['d_model']} heads={cfg['heads']} V={cfg['vocab']} "
-            f"T={cfg['seq_len']} B={cfg['batch']}; N_nonembedding={nonembedding_parameters(cfg)}; "
+    shape = f"KV={cfg['kv_heads']} F={cfg['ffn_hidden']} " if cfg["family"] == "llama" else ""
+    note = (f"{name} ({cfg['family']}): L={cfg['layers']} C={cfg['d_model']} heads={cfg['heads']} {shape}"
+            f"V={cfg['vocab']} T={cfg['seq_len']} B={cfg['batch']}; N={parameters(cfg)}, "
+            f"N_nonembedding={nonembedding_parameters(cfg)}; "
             f"FLOPs/step={flops / 1e9:.2f} G; trident's fp32 GEMM peak {trident['gemm_peak_gflops']:.1f} GFLOP/s")
     if args.device == "cuda":
         note += f"; bf16 GEMM peak (PyTorch, n=8192) {peak_gflops:.1f} GFLOP/s"
+    if reference["parameters"] != parameters(cfg):
+        note += f"; PyTorch's model has {reference['parameters']} parameters (DIFFERS)"
     if trident["reported_flops"]:
         note += f"; trident's own FLOPs/step {trident['reported_flops'] / 1e9:.2f} G"
         if abs(trident["reported_flops"] / flops - 1) > 0.01:

@@ -6,7 +6,7 @@ import numpy as np
 from .bubble import measured_bubbles
 from .timeline import PostError, Timeline, unique_names
 
-HELP = "side-by-side table of runs: grid, schedule, step time, bubble, MFU, final loss"
+HELP = "side-by-side table of runs: grid, schedule, step time, bubble, MFU, final and validation loss"
 
 
 def add_parser(subparsers):
@@ -57,7 +57,21 @@ def summary(tl):
         "tp_comm": _share_of_step(steps, "tp_comm_s") if n else None,
         "mfu": _median(steps["mfu"]) if n and "mfu" in steps else None,
         "final_loss": None if (not n or tl.emulated) else float(steps["loss"][last]),
+        "last_val_loss": _last_validation(tl),
     }
+
+
+def _last_validation(tl):
+    """(step, loss) of the run's last validation, or None (no [eval], or a timeline older than val_loss)."""
+    if "val_loss" not in tl.steps:
+        return None
+    values = np.asarray(tl.steps["val_loss"], dtype=float)
+    measured = np.flatnonzero(np.isfinite(values))
+    if not len(measured):
+        return None
+    steps = tl.step_numbers()
+    last = measured[np.argmax(steps[measured])]
+    return int(steps[last]), float(values[last])
 
 
 ROWS = (
@@ -78,6 +92,7 @@ ROWS = (
     ("TP collectives blocked, median", "tp_comm", lambda x: f"{100 * x:.1f}%"),
     ("MFU, median", "mfu", lambda x: f"{100 * x:.2f}%"),
     ("final loss", "final_loss", lambda x: f"{x:.4f}"),
+    ("last validation loss (step)", "last_val_loss", lambda x: f"{x[1]:.4f} ({x[0]})"),
 )
 
 

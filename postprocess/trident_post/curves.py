@@ -1,5 +1,6 @@
-"""`trident-post curves RUN [RUN ...] -o FILE.png`: loss, learning rate, gradient norm and
-tokens/s against step from /steps, several runs overlaid (legend = run directory name). Emulated
+"""`trident-post curves RUN [RUN ...] -o FILE.png`: loss (train, and validation where the run has
+[eval]), learning rate, gradient norm and tokens/s against step from /steps, several runs overlaid
+(legend = run directory name). Emulated
 runs compute nothing, so their loss and gradient norm are left out."""
 import numpy as np
 
@@ -26,6 +27,19 @@ def add_parser(subparsers):
     return p
 
 
+def draw_validation(ax, tl, index):
+    """The run's validation losses (the finite /steps/val_loss entries) over its training loss: dashed,
+    with open circles, in the run's colour."""
+    if "val_loss" not in tl.steps:
+        return
+    values = np.asarray(tl.steps["val_loss"], dtype=float)
+    measured = np.isfinite(values)
+    if measured.any():
+        ax.plot(tl.step_numbers()[measured], values[measured], linestyle="--", marker="o", markersize=5,
+                markerfacecolor="none", linewidth=1.1, color=f"C{index % 10}")
+        ax.set_title("loss (solid: train; dashed, circles: validation)", fontsize=11)
+
+
 def draw(timelines, names, output, width, height, log_loss=False):
     check_size(width, height)
     fig = new_figure(width, height)
@@ -42,12 +56,15 @@ def draw(timelines, names, output, width, height, log_loss=False):
             values = np.asarray(tl.steps[column], dtype=float)
             ax.plot(steps, values, marker="." if len(steps) <= 60 else None, markersize=4, linewidth=1.3, label=name,
                     color=f"C{index % 10}")
+            if column == "loss":
+                draw_validation(ax, tl, index)
             drawn += 1
         if not drawn:
             ax.text(0.5, 0.5, "no run with values" + (" (emulated runs compute no loss)"
                                                       if column in ("loss", "grad_norm") else ""),
                     transform=ax.transAxes, ha="center", va="center", color="#777777")
-        ax.set_title(title, fontsize=11)
+        if not (column == "loss" and ax.get_title()):
+            ax.set_title(title, fontsize=11)
         ax.grid(color="#dddddd", linewidth=0.6)
         if column == "loss" and log_loss and drawn:
             ax.set_yscale("log")

@@ -7,7 +7,7 @@
 namespace trident {
 
 const char* usage_text() {
-  return R"(trident: 3D-parallel (tensor x pipeline x data) GPT training with MPI, Kokkos and BLAS
+  return R"(trident: 3D-parallel (tensor x pipeline x data) GPT-2 and Llama training with MPI, Kokkos and BLAS
 
 Usage:
   trident run   DECK [--set section.key=value ...]   train (under mpirun / srun)
@@ -20,7 +20,8 @@ Usage:
 
 Options:
   --set section.key=value  override one deck key (repeatable), validated like the file,
-                           e.g. --set train.steps=50 --set schedule.kind=gpipe
+                           e.g. --set train.steps=50 --set schedule.kind=gpipe; a value
+                           is TOML where it parses as such: --set 'data.path=["a.bin", "b.bin"]'
   --ranks N                plan for a world of N ranks (dp = N / (tp * pp) when the deck's
                            grid does not multiply to N)
   --show-schedule          plan: also draw the deck's schedule, one line per pipeline rank

@@ -69,9 +69,11 @@ inline constexpr std::array<Choice<MatmulPrecision>, 4> kMatmulPrecisions{{{Matm
                                                                            {MatmulPrecision::bf16, "bf16"}}};
 constexpr const auto& choices(MatmulPrecision) { return kMatmulPrecisions; }
 
-enum class DataKind { bin, text, synthetic };
-inline constexpr std::array<Choice<DataKind>, 3> kDataKinds{
-    {{DataKind::bin, "bin"}, {DataKind::text, "text"}, {DataKind::synthetic, "synthetic"}}};
+enum class DataKind { bin, text, synthetic, megatron };
+inline constexpr std::array<Choice<DataKind>, 4> kDataKinds{{{DataKind::bin, "bin"},
+                                                             {DataKind::text, "text"},
+                                                             {DataKind::synthetic, "synthetic"},
+                                                             {DataKind::megatron, "megatron"}}};
 constexpr const auto& choices(DataKind) { return kDataKinds; }
 
 // The deck's word for `value`.

@@ -92,8 +92,20 @@ struct TrainConfig {
 
 struct DataConfig {
   DataKind kind = DataKind::synthetic;
-  std::string path;                  // bin/text: file path (relative paths: relative to the deck)
+  // data.path: bin/text files or Megatron prefixes, as the deck lists them (a string or an array;
+  // relative paths: relative to the deck); `paths` holds them resolved and, for files, glob
+  // patterns expanded, each pattern's matches sorted (deck/token_paths.hpp).
+  std::vector<std::string> paths;
   std::int64_t synthetic_tokens = 1 << 20;  // synthetic: length of the generated token stream
+  bool shuffle = false;                     // a permutation of the windows per epoch (data/window_order.hpp)
+};
+
+// [eval]: a validation loss over held-out windows, forward only, on the training grid.
+struct EvalConfig {
+  bool enabled = false;            // the deck has an [eval] section
+  std::vector<std::string> paths;  // eval.path, same rules as data.path; none for synthetic data
+  int every = 0;                   // evaluate every k steps (0: only after the last step)
+  int batches = 4;                 // global batches (of the training's shape) per evaluation
 };
 
 struct CheckpointConfig {
@@ -117,6 +129,7 @@ struct Deck {
   ScheduleConfig schedule;
   TrainConfig train;
   DataConfig data;
+  EvalConfig eval;
   CheckpointConfig checkpoint;
   OutputConfig output;
   EmulateConfig emulate;

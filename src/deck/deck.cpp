@@ -15,6 +15,7 @@
 #include "deck/relations.hpp"
 #include "deck/schema.hpp"
 #include "deck/suggest.hpp"
+#include "deck/token_paths.hpp"
 
 namespace trident {
 
@@ -108,6 +109,8 @@ Deck parse_deck(const std::string& text, const std::string& source_name, const s
   const fs::path deck_dir = source_name.empty() ? fs::current_path() : fs::absolute(source_name).parent_path();
   Deck deck = read_values(root, where, deck_dir);
   resolve_model_family(deck, *root["model"].as_table(), where);
+  deck.eval.enabled = root.contains("eval");
+  resolve_token_paths(deck, where);
   check_relations(deck, where);
   deck.path = source_name;
   deck.text = recorded_text(text, overrides);

@@ -188,11 +188,6 @@ void check_train(const Deck& deck, const KeyLocations& where) {
   }
 }
 
-bool is_file(const std::string& path) {
-  std::error_code ignored;
-  return std::filesystem::is_regular_file(path, ignored);
-}
-
 void check_data(const Deck& deck, const KeyLocations& where) {
   const DataConfig& data = deck.data;
   if (data.kind == DataKind::synthetic) {
@@ -205,20 +200,36 @@ void check_data(const Deck& deck, const KeyLocations& where) {
     }
     return;
   }
-  const std::string kind = data.kind == DataKind::bin ? "bin" : "text";
-  if (data.path.empty()) {
-    where.fail("data.kind", "data.kind = \"" + kind + "\" needs data.path, the " +
-                                (data.kind == DataKind::bin ? "llm.c token shard (.bin)" : "text file") +
-                                " to train on; add path = \"...\" to [data]");
-  }
-  if (!is_file(data.path)) {
-    where.fail("data.path", "data.path: no such file: " + data.path +
-                                " (relative paths are relative to the deck's directory, or to the working "
-                                "directory for --set)");
+  if (data.paths.empty()) {
+    const std::string what = data.kind == DataKind::bin    ? "llm.c token shards (.bin)"
+                             : data.kind == DataKind::text ? "text files"
+                                                           : "Megatron dataset prefixes (PREFIX.bin + PREFIX.idx)";
+    where.fail("data.kind", "data.kind = \"" + word_of(data.kind) + "\" needs data.path, the " + what +
+                                " to train on; add path = \"...\" (a path, a glob pattern or an array) to [data]");
   }
   if (data.kind == DataKind::text && deck.model.vocab != 256) {
     where.fail("model.vocab", "model.vocab = " + std::to_string(deck.model.vocab) +
                                   " but data.kind = \"text\" reads bytes; set model.vocab = 256");
+  }
+}
+
+void check_eval(const Deck& deck, const KeyLocations& where) {
+  const EvalConfig& eval = deck.eval;
+  if (!eval.enabled) return;
+  if (deck.emulate.enabled) {
+    where.fail("emulate.enabled",
+               "emulate.enabled = true replaces the model with timed sleeps, which have no loss "
+               "to validate: remove the [eval] section or set emulate.enabled = false");
+  }
+  const bool synthetic = deck.data.kind == DataKind::synthetic;
+  if (synthetic && !eval.paths.empty()) {
+    where.fail("eval.path",
+               "eval.path is for data files; with data.kind = \"synthetic\" the held-out windows "
+               "continue the generated stream: remove eval.path");
+  }
+  if (!synthetic && eval.paths.empty()) {
+    where.fail("eval.batches", "[eval] needs eval.path, the held-out " + word_of(deck.data.kind) +
+                                   " data (same format as data.path) to measure the validation loss on");
   }
 }
 
@@ -241,6 +252,7 @@ void check_relations(const Deck& deck, const KeyLocations& where) {
   check_stage_layers(deck, where);
   check_train(deck, where);
   check_data(deck, where);
+  check_eval(deck, where);
   check_checkpoint(deck, where);
 }
 

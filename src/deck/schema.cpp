@@ -134,10 +134,27 @@ std::string resolved_path(const std::string& value, const KeySite& site) {
   return value.empty() ? value : (site.base_dir / value).lexically_normal().string();
 }
 
+// A path or an array of them (data.path, eval.path), each resolved against the site's base
+// directory; glob patterns stay patterns until deck/token_paths expands them.
 template <class Section>
-KeySpec input_path(std::string section, std::string name, Section Deck::*part, std::string Section::*field) {
+KeySpec input_paths(std::string section, std::string name, Section Deck::*part,
+                    std::vector<std::string> Section::*field) {
   return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
-            (deck.*part).*field = resolved_path(read_string(node, site), site);
+            std::vector<std::string> paths;
+            if (const auto* array = node.as_array()) {
+              for (const toml::node& element : *array) {
+                const KeySite element_site{site.key + "[" + std::to_string(paths.size()) + "]", site.location,
+                                           site.base_dir};
+                paths.push_back(resolved_path(read_string(element, element_site), element_site));
+              }
+            } else if (node.is_string()) {
+              paths.push_back(resolved_path(read_string(node, site), site));
+            } else {
+              site.fail("must be a path, a glob pattern, or an array of them, got " + describe(node));
+            }
+            if (std::ranges::any_of(paths, [](const std::string& path) { return path.empty(); }))
+              site.fail("must not name an empty path");
+            (deck.*part).*field = std::move(paths);
           }};
 }
 
@@ -235,8 +252,13 @@ const std::vector<KeySpec>& deck_keys() {
       choice("train", "precision", &Deck::train, &TrainConfig::precision),
 
       choice("data", "kind", &Deck::data, &DataConfig::kind),
-      input_path("data", "path", &Deck::data, &DataConfig::path),
+      input_paths("data", "path", &Deck::data, &DataConfig::paths),
       integer("data", "synthetic_tokens", &Deck::data, &DataConfig::synthetic_tokens, 2),
+      boolean("data", "shuffle", &Deck::data, &DataConfig::shuffle),
+
+      input_paths("eval", "path", &Deck::eval, &EvalConfig::paths),
+      integer("eval", "every", &Deck::eval, &EvalConfig::every, 0),
+      integer("eval", "batches", &Deck::eval, &EvalConfig::batches, 1),
 
       directory("checkpoint", "dir", &Deck::checkpoint, &CheckpointConfig::dir),
       integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),

@@ -24,6 +24,7 @@ struct StepField {
 const StepField kStepFields[] = {
     {"step", &StepRecord::step},
     {"loss", &StepRecord::loss},
+    {"val_loss", &StepRecord::val_loss},
     {"lr", &StepRecord::lr},
     {"grad_norm", &StepRecord::grad_norm},
     {"step_time_s", &StepRecord::step_time_s},

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ namespace trident {
 struct StepRecord {
   std::int64_t step = 0;
   double loss = 0;             // mean cross-entropy of the step's global batch, before its update
+  double val_loss = std::numeric_limits<double>::quiet_NaN();  // [eval]'s loss after the update; NaN: none
   double lr = 0;
   double grad_norm = 0;        // global norm before clipping
   double step_time_s = 0;

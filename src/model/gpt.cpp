@@ -416,7 +416,9 @@ double FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forwa
     copy_floats(a.encoded, io.input, BTC);
   const double loss_sum = run_forward(spec, a, spec.head ? io.targets->data() : nullptr);
   if (!spec.head) copy_floats(io.output, chunk_output(spec, a), BTC);
-  if (c.inputs) {  // keep only what re-running this forward needs
+  if (!io.for_backward) {
+    c.stash.release(microbatch);
+  } else if (c.inputs) {  // keep only what re-running this forward needs
     Stash& kept = c.inputs->acquire(microbatch);
     if (spec.embedding)
       Kokkos::deep_copy(kept.tokens, a.tokens);

@@ -63,6 +63,7 @@ class Gpt {
     const IntBuffer* targets = nullptr;
     const float* input = nullptr;
     float* output = nullptr;
+    bool for_backward = true;  // false (evaluation): nothing stays stashed after the pass
   };
   // output_grad: [B·T·C] gradient w.r.t. this chunk's output (chunks without the head);
   // input_grad: receives the gradient w.r.t. its input (chunks without the embedding).

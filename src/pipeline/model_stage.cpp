@@ -1,10 +1,23 @@
 #include "pipeline/model_stage.hpp"
 
+#include <cstddef>
+#include <string>
+
 namespace trident {
+
+std::vector<IntBuffer> token_buffers(int microbatches, int micro_batch_size, int seq_len, const char* name) {
+  std::vector<IntBuffer> buffers;
+  for (int j = 0; j < microbatches; ++j)
+    buffers.emplace_back(std::string(name), static_cast<std::size_t>(micro_batch_size) * seq_len);
+  return buffers;
+}
 
 ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
                        float loss_scale, Gpt::GradsReadyFn grads_ready)
     : model_(model), inputs_(inputs), targets_(targets), loss_scale_(loss_scale), grads_ready_(std::move(grads_ready)) {}
+
+ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets)
+    : model_(model), inputs_(inputs), targets_(targets), for_backward_(false) {}
 
 double ModelStage::forward(int chunk, int microbatch, const float* input, float* output) {
   const ModelChunk& spec = model_.chunks()[chunk];
@@ -13,6 +26,7 @@ double ModelStage::forward(int chunk, int microbatch, const float* input, float*
   if (spec.head) io.targets = &targets_.at(microbatch);
   io.input = input;
   io.output = output;
+  io.for_backward = for_backward_;
   return model_.forward(chunk, microbatch, io);
 }
 

@@ -1,4 +1,5 @@
-// The real computation behind the executor's actions: this rank's chunks of the GPT model.
+// The real computation behind the executor's actions: this rank's chunks of the model, in training
+// or (forward only) in evaluation.
 #pragma once
 
 #include <vector>
@@ -9,6 +10,9 @@
 
 namespace trident {
 
+// Device buffers for the token ids of `microbatches` micro-batches of micro_batch_size × seq_len.
+std::vector<IntBuffer> token_buffers(int microbatches, int micro_batch_size, int seq_len, const char* name);
+
 class ModelStage : public StageCompute {
  public:
   // inputs[j] / targets[j]: micro-batch j's token ids, read by the chunk with the embedding and the
@@ -16,6 +20,8 @@ class ModelStage : public StageCompute {
   // backward (or W) after which a chunk's weight gradients are final (see Gpt::backward).
   ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
              float loss_scale, Gpt::GradsReadyFn grads_ready);
+  // Evaluation: forward passes only (a forward-only schedule), nothing kept for a backward.
+  ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets);
 
   double forward(int chunk, int microbatch, const float* input, float* output) override;
   void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
@@ -26,8 +32,9 @@ class ModelStage : public StageCompute {
   Gpt& model_;
   const std::vector<IntBuffer>& inputs_;
   const std::vector<IntBuffer>& targets_;
-  float loss_scale_;
+  float loss_scale_ = 0.0f;
   Gpt::GradsReadyFn grads_ready_;
+  bool for_backward_ = true;
 };
 
 }  // namespace trident

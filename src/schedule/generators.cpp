@@ -1,6 +1,6 @@
 // The schedule generators: gpipe, 1f1b, interleaved-1f1b and zb-h1, each a rule that writes every
-// rank's action list. They produce data only; validate.cpp proves the lists complete and
-// deadlock-free and the tests hold the generators to that for many (p, m, v).
+// rank's action list, and the forward-only schedule evaluation runs. They produce data only; validate.cpp proves the
+// lists complete and deadlock-free and the tests hold the generators to that for many (p, m, v).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -142,6 +142,21 @@ Schedule make_zb_h1(int p, int m) {
 }
 
 }  // namespace
+
+Schedule forward_only_schedule(const Schedule& training) {
+  Schedule schedule = training;
+  schedule.forward_only = true;
+  for (int rank = 0; rank < schedule.stages; ++rank) {
+    std::vector<int> chunks(static_cast<std::size_t>(schedule.chunks));
+    for (int chunk = 0; chunk < schedule.chunks; ++chunk) chunks[chunk] = chunk;
+    std::ranges::sort(chunks, {}, [&](int chunk) { return schedule.virtual_stage[rank][chunk]; });
+    std::vector<Action>& list = schedule.actions[rank];
+    list.clear();
+    for (const int chunk : chunks)
+      for (int j = 0; j < schedule.microbatches; ++j) list.push_back(forward(j, chunk));
+  }
+  return schedule;
+}
 
 Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
   if (stages < 1) {

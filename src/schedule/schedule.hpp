@@ -41,6 +41,8 @@ struct Schedule {
   // needs F of j on s − 1; B (or I) of j on s needs B (or I) of j on s + 1.
   std::vector<std::vector<int>> virtual_stage;
   std::vector<std::vector<Action>> actions;  // per rank, in execution order
+  // Evaluation: every micro-batch runs F only (see forward_only_schedule).
+  bool forward_only = false;
 
   int virtual_stages() const { return stages * chunks; }
   int rank_of(int virtual_stage_index) const;
@@ -53,10 +55,15 @@ struct Schedule {
 // `automatic` is not made here (std::logic_error; see choose_auto_schedule).
 Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
 
+// The forward passes of `training` alone, for evaluation on the same ranks and chunks: each rank
+// runs its chunks in model order, every micro-batch through one chunk before the next chunk (as
+// GPipe's forward half; nothing is stashed for a backward, so the order costs no memory).
+Schedule forward_only_schedule(const Schedule& training);
+
 // Empty when `schedule` is complete (every micro-batch runs F and B, or F, I and W, exactly once
-// on every virtual stage, W after its I) and deadlock-free (running each rank's list in order,
-// with every send non-blocking and each receive waited for by the action that needs it, all
-// ranks finish). Otherwise one sentence naming the first problem: the rank, the action and why.
+// on every virtual stage, W after its I; F alone when forward_only) and deadlock-free (running each rank's list in
+// order, with every send non-blocking and each receive waited for by the action that needs it, all ranks finish).
+// Otherwise one sentence naming the first problem: the rank, the action and why.
 std::string find_schedule_problem(const Schedule& schedule);
 
 // Time of each kind of action on each virtual stage (seconds or any unit), and of one p2p message.

@@ -55,7 +55,8 @@ std::string shape_problem(const Schedule& schedule) {
   return "";
 }
 
-// Every (micro-batch, chunk) of every rank: one F, and one B or else one I followed by one W.
+// Every (micro-batch, chunk) of every rank: one F, and one B or else one I followed by one W (F
+// alone in a forward-only schedule).
 std::string completeness_problem(const Schedule& schedule) {
   const int m = schedule.microbatches, v = schedule.chunks;
   for (int rank = 0; rank < schedule.stages; ++rank) {
@@ -88,6 +89,14 @@ std::string completeness_problem(const Schedule& schedule) {
         const int f = at(ActionKind::forward), b = at(ActionKind::backward);
         const int i = at(ActionKind::input_grad), w = at(ActionKind::weight_grad);
         if (f < 0) return who + " never runs " + name(ActionKind::forward) + ".";
+        if (schedule.forward_only) {
+          if (b < 0 && i < 0 && w < 0) continue;
+          return who + " runs " +
+                 name(b >= 0   ? ActionKind::backward
+                      : i >= 0 ? ActionKind::input_grad
+                               : ActionKind::weight_grad) +
+                 ", but a forward-only schedule runs no backward.";
+        }
         if (b >= 0 && (i >= 0 || w >= 0)) {
           return who + " runs " + name(ActionKind::backward) + " and also " +
                  name(i >= 0 ? ActionKind::input_grad : ActionKind::weight_grad) +

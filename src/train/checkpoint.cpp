@@ -1,5 +1,6 @@
 #include "train/checkpoint.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -84,6 +85,22 @@ std::string transfer_summary(const std::string& path, double seconds) {
   return text;
 }
 
+// A warning when the checkpoint's run read other data (older checkpoints record none).
+void check_data_position(const Attributes& attributes, const DataPosition& data, std::ostream& log) {
+  const bool recorded =
+      std::ranges::any_of(attributes, [](const auto& entry) { return entry.first == "data_windows"; });
+  if (!recorded) return;
+  const auto windows = attribute_value<std::int64_t>(attributes, "data_windows");
+  const bool shuffled = attribute_value<std::int64_t>(attributes, "data_shuffle") != 0;
+  if (windows == data.windows && shuffled == data.shuffled) return;
+  const auto describe = [](std::int64_t n, bool shuffle) {
+    return std::to_string(n) + (shuffle ? " shuffled" : "") + " windows";
+  };
+  log << "  warning: the checkpoint's run read " << describe(windows, shuffled) << ", this run reads "
+      << describe(data.windows, data.shuffled) << " (data.path, data.shuffle or model.seq_len changed): it goes on "
+      << "from the same sequence count, not from the windows the interrupted run would have read next\n";
+}
+
 }  // namespace
 
 std::string checkpoint_dir(const Deck& deck) {
@@ -92,15 +109,19 @@ std::string checkpoint_dir(const Deck& deck) {
 }
 
 void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, Optimizer& optimizer,
-                     int step, std::ostream& log) {
+                     int step, const DataPosition& data, std::ostream& log) {
   const double start = MPI_Wtime();
   const Optimizer::Moments moments = optimizer.full_moments();  // collective over dp under ZeRO-1
   HostState host{host_view(params.values), host_view(moments.m), host_view(moments.v)};
   const ParallelConfig& p = deck.parallel;
+  const std::int64_t consumed = std::int64_t{step} * deck.global_batch_sequences();
   const std::string path = write_checkpoint_collective(
       MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep, slices(deck, grid, params, host, false),
       {{"step", std::int64_t{step}},
-       {"data_position", std::int64_t{step} * deck.global_batch_sequences()},  // sequences consumed
+       {"data_position", consumed},  // sequences
+       {"data_windows", data.windows},
+       {"data_shuffle", std::int64_t{data.shuffled ? 1 : 0}},
+       {"data_epoch", consumed / data.windows},  // of the next sequence
        {"seed", static_cast<std::int64_t>(deck.train.seed)},
        {"rng", std::string("counter-based (seed, tensor name, element index): no state to save")},
        {"format_version", kCheckpointFormatVersion},
@@ -111,7 +132,7 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
 }
 
 int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,
-                           std::ostream& log) {
+                           const DataPosition& data, std::ostream& log) {
   if (deck.checkpoint.resume == CheckpointConfig::Resume::none) return 0;
   const bool automatic = deck.checkpoint.resume == CheckpointConfig::Resume::newest;
   const std::vector<std::string> candidates = automatic ? checkpoint_candidates(checkpoint_dir(deck))
@@ -134,10 +155,12 @@ int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore
       Kokkos::deep_copy(moments.m, host.m);
       Kokkos::deep_copy(moments.v, host.v);
       optimizer.import_moments(moments);
-      if (root)
+      if (root) {
         log << "  resume  " << path << " (step " << step << ", written on grid "
             << attribute_value<std::string>(attributes, "grid") << ") " << transfer_summary(path, MPI_Wtime() - start)
             << "\n";
+        check_data_position(attributes, data, log);
+      }
       return step;
     } catch (const CheckpointError& error) {
       if (!automatic) throw InputError(std::string(error.what()) + "; fix checkpoint.resume or use \"auto\"/\"none\"");

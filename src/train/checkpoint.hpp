@@ -16,10 +16,19 @@
 
 namespace trident {
 
+// The token stream a run reads, as far as its position depends on it (data/window_order.hpp):
+// sequence g reads a window fixed by g, the window count and the shuffle seed. A checkpoint
+// records them with the sequences consumed and the epoch; a run resumed on other data is warned
+// that it does not continue the interrupted run's windows.
+struct DataPosition {
+  std::int64_t windows = 0;
+  bool shuffled = false;
+};
+
 // Collective over the world. Writes and commits <checkpoint dir>/step_XXXXXXXX.h5 (temporary
 // name, rename, `latest`) and keeps the newest checkpoint.keep files.
 void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, Optimizer& optimizer,
-                     int step, std::ostream& log);
+                     int step, const DataPosition& data, std::ostream& log);
 
 // Collective over the world. Loads the checkpoint that checkpoint.resume names into params and
 // the optimizer and returns its step; 0 when there is nothing to resume ("none", or "auto" with
@@ -27,7 +36,7 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
 // warning naming the problem (checksum, shape, missing dataset, unreadable file); throws
 // InputError when checkpoints exist but none is valid, or when an explicit path fails to load.
 int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,
-                           std::ostream& log);
+                           const DataPosition& data, std::ostream& log);
 
 // checkpoint.dir resolved against output.dir when relative.
 std::string checkpoint_dir(const Deck& deck);

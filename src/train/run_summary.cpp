@@ -61,8 +61,9 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << run.rank_layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
       << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
       << " tokens/step, " << run.data << "\n"
-      << describe_pipeline(run) << "  BLAS    " << run.blas.library << " | core " << run.blas.core << " | "
-      << run.blas.threads << " thread(s) | " << describe_matmul_precision(deck.train.precision) << "\n";
+      << (run.eval.empty() ? "" : "  eval    " + run.eval + "\n") << describe_pipeline(run) << "  BLAS    "
+      << run.blas.library << " | core " << run.blas.core << " | " << run.blas.threads << " thread(s) | "
+      << describe_matmul_precision(deck.train.precision) << "\n";
   if (!run.mpi.empty()) out << "  MPI     " << run.mpi << "\n";
 }
 

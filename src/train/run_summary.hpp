@@ -23,6 +23,7 @@ struct RunSummary {
   BlasInfo blas;
   std::string rank_layout;  // grid/process_grid.hpp's describe_rank_layout
   std::string data;         // "<windows> windows of data (<source>)"
+  std::string eval;         // train/evaluator.hpp's describe(); empty without [eval]
   std::string mpi;          // the MPI library and its settings (may be empty)
   double flops_per_step = 0.0;
   double gemm_peak_gflops = 0.0;  // known after the measurement; the banner's head does not use it

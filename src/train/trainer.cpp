@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <utility>
@@ -38,6 +39,7 @@
 #include "schedule/schedule_report.hpp"
 #include "train/checkpoint.hpp"
 #include "train/clock_sync.hpp"
+#include "train/evaluator.hpp"
 #include "train/event_log.hpp"
 #include "train/progress.hpp"
 #include "train/run_summary.hpp"
@@ -78,10 +80,7 @@ Schedule checked(Schedule schedule) {
 
 // Device buffers for the token ids of every micro-batch of a step.
 std::vector<IntBuffer> microbatch_buffers(const Deck& deck, const char* name) {
-  std::vector<IntBuffer> buffers;
-  for (int j = 0; j < deck.schedule.microbatches; ++j)
-    buffers.emplace_back(std::string(name), static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len);
-  return buffers;
+  return token_buffers(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, name);
 }
 
 // What the model computes on: the real model, or the emulated actions of the deck's [emulate]
@@ -96,12 +95,15 @@ std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Gpt& model, c
 }
 
 // What one step leaves for its record: the global loss, the gradient norm before clipping, the
-// learning rate, and when the step began.
+// learning rate, when the step began, and the validation loss when one was measured after it (with
+// the seconds that took, which are not the step's).
 struct StepTotals {
   double loss = 0.0;
   double grad_norm = 0.0;
   double lr = 0.0;
   std::chrono::steady_clock::time_point start;
+  double val_loss = std::numeric_limits<double>::quiet_NaN();
+  double eval_seconds = 0.0;
 };
 
 }  // namespace
@@ -113,7 +115,7 @@ struct Trainer::State {
         grid(make_process_grid(w, d.parallel)),
         log(l),
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
-                d.schedule.microbatches, d.parallel.dp),
+                d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
         schedule(checked(deck_schedule(d))),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
         model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp_group,
@@ -126,11 +128,10 @@ struct Trainer::State {
         host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
         host_targets(Kokkos::create_mirror(targets[0])),
         clock(w),
-        executor(
-            schedule, *grid.pp_group,
-            {static_cast<std::size_t>(d.schedule.micro_batch_size) * d.model.seq_len * d.model.d_model,
-             d.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); }}),
+        executor(schedule, *grid.pp_group, pipeline_options()),
         compute(make_stage_compute(d, model, inputs, targets, sync.hook())),
+        evaluator(d.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, pipeline_options())
+                                 : nullptr),  // deck: the copy this State keeps
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
         wte(model.tied_embedding()),
         predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {}
@@ -150,9 +151,18 @@ struct Trainer::State {
 
   bool is_root() const { return grid.world_rank == 0; }
 
+  DataPosition data_position() const { return {windows.windows(), windows.shuffled()}; }
+
+  // How both executors (training, evaluation) move messages and watch for hangs.
+  PipelineExecutor::Options pipeline_options() {
+    return {static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len * deck.model.d_model,
+            deck.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); }};
+  }
+
   void measure_gemm_peak(RunSummary& run);
   void open_timeline(const RunSummary& run);
   StepTotals train_step(int step);
+  void evaluate_after(int step, StepTotals& totals);
   void load_microbatches(int step);
   void reduce_gradients();
   void record_step(int step, const StepTotals& totals, ProgressPrinter& progress);
@@ -173,6 +183,7 @@ struct Trainer::State {
   RunClock clock;  // one time axis for every rank's events
   PipelineExecutor executor;
   std::unique_ptr<StageCompute> compute;
+  std::unique_ptr<Evaluator> evaluator;  // null without [eval]
   double flops_per_step;
   const ParamTensor* wte;   // this rank's copy of the tied embedding, if any
   double predicted_bubble;  // the simulator's, for the deck's costs
@@ -217,14 +228,16 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
                  s.predicted_bubble,
                  blas_info(),
                  describe_rank_layout(world, s.grid),
-                 std::to_string(s.windows.windows()) + " windows of data (" + s.windows.stream().source + ")",
+                 std::to_string(s.windows.windows()) + (s.windows.shuffled() ? " shuffled" : "") +
+                     " windows of data (" + s.windows.stream().describe() + ")",
+                 s.evaluator ? s.evaluator->describe() : "",
                  mpi_summary,
                  s.flops_per_step};
   if (s.is_root()) print_banner_head(log, run);
   s.measure_gemm_peak(run);
   if (s.is_root()) prepare_run_dir(deck.output.dir, deck.text);
   MPI_Barrier(world);  // the run directory exists before any rank looks for checkpoints in it
-  s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, log);
+  s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, s.data_position(), log);
   install_stop_signal_handlers();
   s.open_timeline(run);
 }
@@ -239,7 +252,8 @@ int Trainer::run() {
     s.log << "nothing to do: the checkpoint is at step " << s.start_step << " of train.steps = " << deck.train.steps
           << " (raise train.steps to train further)\n";
   for (int step = s.start_step + 1; step <= deck.train.steps; ++step) {
-    const StepTotals totals = s.train_step(step);
+    StepTotals totals = s.train_step(step);
+    s.evaluate_after(step, totals);
     s.record_step(step, totals, progress);
     if (s.checkpoint_or_stop(step)) return kExitCheckpointed;
   }
@@ -271,6 +285,14 @@ StepTotals Trainer::State::train_step(int step) {
   Kokkos::fence();
   events.record({EventKind::optimizer, -1, -1, optimizer_start, now(), 0});
   return totals;
+}
+
+// The validation loss, when [eval] asks for it after this step.
+void Trainer::State::evaluate_after(int step, StepTotals& totals) {
+  if (!evaluator || !evaluator->due(step)) return;
+  const auto start = std::chrono::steady_clock::now();
+  totals.val_loss = evaluator->evaluate();
+  totals.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void Trainer::State::load_microbatches(int step) {
@@ -315,7 +337,8 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   // alone may be the slow one that never waits (Megatron's timers report the maximum as well).
   double blocked_seconds[2] = {sync.last_exposed_seconds(), tp_comm_seconds};
   MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 2, MPI_DOUBLE, MPI_MAX, 0, world);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - totals.start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - totals.start).count() - totals.eval_seconds;
   if (!is_root()) return;
   if (!std::isfinite(totals.loss))
     throw std::runtime_error("loss became " + std::to_string(totals.loss) + " at step " + std::to_string(step) +
@@ -323,6 +346,7 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   StepRecord record;
   record.step = step;
   record.loss = totals.loss;
+  record.val_loss = totals.val_loss;
   record.lr = totals.lr;
   record.grad_norm = totals.grad_norm;
   record.step_time_s = seconds;
@@ -349,7 +373,7 @@ bool Trainer::State::checkpoint_or_stop(int step) {
   const bool due = step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0);
   if (due || stop_signal) {
     if (is_root()) timeline->flush();
-    save_checkpoint(deck, grid, model.params(), *optimizer, step, log);
+    save_checkpoint(deck, grid, model.params(), *optimizer, step, data_position(), log);
   }
   if (!stop_signal || step == deck.train.steps) return false;
   if (is_root())

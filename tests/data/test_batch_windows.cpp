@@ -2,6 +2,8 @@
 // Tokens are 0, 1, 2, ... so a window's first input id tells which window it is.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -13,9 +15,9 @@ namespace trident {
 namespace {
 
 TokenStream counting_tokens(std::int64_t count) {
-  TokenStream stream{std::vector<std::int32_t>(static_cast<std::size_t>(count)), "counting"};
-  std::iota(stream.tokens.begin(), stream.tokens.end(), 0);
-  return stream;
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(count));
+  std::iota(tokens.begin(), tokens.end(), 0);
+  return TokenStream({std::make_shared<MemoryTokens>(std::move(tokens), "counting")}, 1 << 30, "test");
 }
 
 // The global batch of `step` as [G, T] inputs and targets, gathered from every
@@ -68,15 +70,20 @@ TEST(BatchWindows, TargetsAreInputsShiftedByOne) {
 
 // Every grid with the same global batch G reads, in order j = 0..G-1, windows (s-1)·G + j mod N,
 // and equals the single-rank run holding all G sequences as m·dp micro-batches.
-TEST(BatchWindows, EveryGridSeesTheSameGlobalBatch) {
+// Shuffled or not: the permutation depends on the sequence's index in the run only.
+class EveryGrid : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EveryGrid, SeesTheSameGlobalBatch) {
+  const bool shuffle = GetParam();
   const int seq_len = 5;
   const TokenStream stream = counting_tokens(7 * seq_len + 3);  // N = 7: steps wrap around soon
+  const WindowOrder order(7, shuffle, 99);
   for (int dp : {1, 2, 4}) {
     for (int m : {1, 3}) {
       for (int mbs : {1, 2}) {
         SCOPED_TRACE("dp " + std::to_string(dp) + " m " + std::to_string(m) + " mbs " + std::to_string(mbs));
-        const BatchWindows grid(stream, seq_len, mbs, m, dp);
-        const BatchWindows single_rank(stream, seq_len, mbs, m * dp, 1);
+        const BatchWindows grid(stream, seq_len, mbs, m, dp, shuffle, 99);
+        const BatchWindows single_rank(stream, seq_len, mbs, m * dp, 1, shuffle, 99);
         const int global = mbs * m * dp;
         ASSERT_EQ(grid.global_batch_sequences(), global);
         ASSERT_EQ(grid.windows(), 7);
@@ -86,7 +93,7 @@ TEST(BatchWindows, EveryGridSeesTheSameGlobalBatch) {
           EXPECT_EQ(got.inputs, reference.inputs) << "step " << step;
           EXPECT_EQ(got.targets, reference.targets) << "step " << step;
           for (int j = 0; j < global; ++j) {
-            const int window = ((step - 1) * global + j) % 7;
+            const auto window = static_cast<int>(order.window((step - 1) * global + j));
             for (int t = 0; t < seq_len; ++t) {
               ASSERT_EQ(got.inputs[j * seq_len + t], window * seq_len + t) << "step " << step << " j " << j;
               ASSERT_EQ(got.targets[j * seq_len + t], window * seq_len + t + 1) << "step " << step << " j " << j;
@@ -94,6 +101,42 @@ TEST(BatchWindows, EveryGridSeesTheSameGlobalBatch) {
           }
         }
       }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BatchWindows, EveryGrid, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Shuffled" : "InOrder"; });
+
+TEST(WindowOrder, InOrderIsTheIdentityModuloN) {
+  const WindowOrder order(7, false, 5);
+  for (std::int64_t g = 0; g < 30; ++g) EXPECT_EQ(order.window(g), g % 7);
+  EXPECT_EQ(order.epoch(13), 1);
+}
+
+// Each epoch reads every window exactly once, in an order that changes with the epoch and seed.
+TEST(WindowOrder, ShuffledEpochsArePermutations) {
+  for (std::int64_t n : {1, 2, 3, 5, 16, 17, 100, 1000, 4099}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    const WindowOrder order(n, true, 1234);
+    std::vector<std::vector<std::int64_t>> epochs;
+    for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
+      std::vector<std::int64_t> windows;
+      for (std::int64_t i = 0; i < n; ++i) windows.push_back(order.window(epoch * n + i));
+      std::vector<std::int64_t> sorted = windows;
+      std::ranges::sort(sorted);
+      for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i) << "epoch " << epoch << " is not a permutation";
+      epochs.push_back(windows);
+    }
+    if (n >= 16) {
+      EXPECT_NE(epochs[0], epochs[1]);
+      std::vector<std::int64_t> identity(static_cast<std::size_t>(n));
+      std::iota(identity.begin(), identity.end(), 0);
+      EXPECT_NE(epochs[0], identity);
+      const WindowOrder other_seed(n, true, 1235);
+      std::int64_t same = 0;
+      for (std::int64_t i = 0; i < n; ++i) same += other_seed.window(i) == epochs[0][static_cast<std::size_t>(i)];
+      EXPECT_LT(same, n / 4 + 2) << "another seed should give another order";
     }
   }
 }

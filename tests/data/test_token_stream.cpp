@@ -1,4 +1,5 @@
-// Loading token files: the llm.c shard format, plain text, and every way a file can be wrong.
+// Loading token files: both llm.c shard variants, plain text, several files as one stream, and
+// every way a file can be wrong. (Megatron datasets: test_token_formats.py, written by numpy.)
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,7 +9,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "data/llmc_shard.hpp"
 #include "data/token_stream.hpp"
 
 namespace trident {
@@ -22,37 +22,48 @@ std::string temp_file(const std::string& suffix) {
       .string();
 }
 
+// llm.c's header as data_common.py writes it: 256 int32, magic, version, token count.
 struct ShardHeader {
-  std::int32_t magic = kLlmcShardMagic;
-  std::int32_t version = kLlmcShardVersion;
+  std::int32_t magic = 20240520;
+  std::int32_t version = 1;
   std::int32_t count = -1;  // -1: the number of tokens written
 };
 
-// Writes an llm.c shard byte by byte, with a header that may lie about the file.
-std::string write_shard(const std::vector<std::uint16_t>& tokens, ShardHeader header = {}) {
-  const std::string path = temp_file(".bin");
-  std::vector<std::int32_t> ints(kLlmcShardHeaderInts, 0);
+// Writes an llm.c shard byte by byte, with a header that may lie about the file; Token is
+// std::uint16_t or std::uint32_t.
+template <class Token = std::uint16_t>
+std::string write_shard(const std::vector<Token>& tokens, ShardHeader header = {}, const std::string& suffix = ".bin") {
+  const std::string path = temp_file(suffix);
+  std::vector<std::int32_t> ints(256, 0);
   ints[0] = header.magic;
   ints[1] = header.version;
   ints[2] = header.count >= 0 ? header.count : static_cast<std::int32_t>(tokens.size());
   std::ofstream file(path, std::ios::binary);
   file.write(reinterpret_cast<const char*>(ints.data()), static_cast<std::streamsize>(ints.size() * 4));
-  file.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
+  file.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(Token)));
   return path;
 }
 
-DataConfig file_data(DataKind kind, const std::string& path) {
+DataConfig file_data(DataKind kind, std::vector<std::string> paths) {
   DataConfig data;
   data.kind = kind;
-  data.path = path;
+  data.paths = std::move(paths);
   return data;
 }
+DataConfig file_data(DataKind kind, const std::string& path) { return file_data(kind, std::vector{path}); }
 
-// Expects load_tokens to throw InputError whose message contains every one of `fragments`.
+std::vector<std::int32_t> read_all(const TokenStream& stream) {
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(stream.size()));
+  stream.read(0, stream.size(), tokens.data());
+  return tokens;
+}
+
+// Expects loading (and reading every token of) `data` to throw InputError whose message contains
+// every one of `fragments`.
 void expect_input_error(const DataConfig& data, int vocab, const std::vector<std::string>& fragments) {
   try {
-    load_tokens(data, vocab, 1);
-    FAIL() << "no InputError for " << data.path;
+    read_all(load_tokens(data, vocab, 1));
+    FAIL() << "no InputError for " << data.paths.front();
   } catch (const InputError& error) {
     const std::string message = error.what();
     for (const auto& fragment : fragments) EXPECT_NE(message.find(fragment), std::string::npos)
@@ -64,9 +75,35 @@ TEST(BinShard, RoundTripKeepsEveryToken) {
   const std::vector<std::uint16_t> written = {0, 1, 50256, 65535, 7, 7, 300};
   const std::string path = write_shard(written);
   const TokenStream stream = load_tokens(file_data(DataKind::bin, path), 65536, 1);
-  ASSERT_EQ(stream.tokens.size(), written.size());
-  for (std::size_t i = 0; i < written.size(); ++i) EXPECT_EQ(stream.tokens[i], written[i]) << "at " << i;
-  EXPECT_EQ(stream.source, path);
+  const std::vector<std::int32_t> tokens = read_all(stream);
+  ASSERT_EQ(tokens.size(), written.size());
+  for (std::size_t i = 0; i < written.size(); ++i) EXPECT_EQ(tokens[i], written[i]) << "at " << i;
+  EXPECT_NE(stream.describe().find(path + " (llm.c, uint16)"), std::string::npos) << stream.describe();
+}
+
+TEST(BinShard, The32BitVariantHoldsLlama3Ids) {
+  const std::vector<std::uint32_t> written = {0, 65535, 65536, 128000, 128255, 7};
+  const std::string path = write_shard(written, {.magic = 20240801, .version = 7});
+  const TokenStream stream = load_tokens(file_data(DataKind::bin, path), 128256, 1);
+  EXPECT_EQ(read_all(stream), (std::vector<std::int32_t>{0, 65535, 65536, 128000, 128255, 7}));
+  EXPECT_NE(stream.describe().find("uint32"), std::string::npos) << stream.describe();
+}
+
+TEST(BinShard, The32BitMagicWithTheUint16VersionIsRejected) {
+  const std::string path = write_shard<std::uint32_t>({1, 2}, {.magic = 20240801, .version = 1});
+  expect_input_error(file_data(DataKind::bin, path), 256, {path, "version 1", "expected 7"});
+}
+
+TEST(BinShard, SeveralFilesReadAsOneStreamAcrossTheirBoundaries) {
+  const std::string a = write_shard<std::uint16_t>({10, 11, 12}, {}, ".a.bin");
+  const std::string b = write_shard<std::uint16_t>({}, {}, ".b.bin");
+  const std::string c = write_shard<std::uint16_t>({13, 14}, {}, ".c.bin");
+  const TokenStream stream = load_tokens(file_data(DataKind::bin, {a, b, c}), 256, 1);
+  ASSERT_EQ(stream.size(), 5);
+  std::vector<std::int32_t> middle(3);
+  stream.read(1, 3, middle.data());  // crosses a into c, over the empty b
+  EXPECT_EQ(middle, (std::vector<std::int32_t>{11, 12, 13}));
+  EXPECT_NE(stream.describe().find("+ 2 more"), std::string::npos) << stream.describe();
 }
 
 TEST(BinShard, WrongMagicNamesFoundAndExpected) {
@@ -97,8 +134,7 @@ TEST(BinShard, TrailingBytesAreRejected) {
 
 TEST(BinShard, TokenNotBelowVocabNamesPositionAndKey) {
   const std::string path = write_shard({5, 9, 255, 256, 1000, 3});
-  expect_input_error(file_data(DataKind::bin, path), 256,
-                     {path, "token id 256", "position 3", "model.vocab = 256", "at least 1001"});
+  expect_input_error(file_data(DataKind::bin, path), 256, {path, "token id 256", "position 3", "model.vocab = 256"});
 }
 
 TEST(BinShard, MissingFileNamesPathAndKey) {
@@ -111,7 +147,7 @@ TEST(TextFile, TokensAreTheBytes) {
   const std::string text = "Hi\n\xff\x01";
   std::ofstream(path, std::ios::binary) << text;
   const TokenStream stream = load_tokens(file_data(DataKind::text, path), 256, 1);
-  EXPECT_EQ(stream.tokens, (std::vector<std::int32_t>{'H', 'i', '\n', 255, 1}));
+  EXPECT_EQ(read_all(stream), (std::vector<std::int32_t>{'H', 'i', '\n', 255, 1}));
 }
 
 TEST(TextFile, BytesAboveASmallerVocabAreRejected) {

@@ -96,7 +96,8 @@ TEST(DeckOverride, RelativePathIsRelativeToTheWorkingDirectory) {
   std::filesystem::current_path(dir.path());
   const Deck deck = parse_deck(kMinimalDeck, "/elsewhere/deck.toml", {"data.kind=bin", "data.path=tokens.bin"});
   std::filesystem::current_path(previous);
-  EXPECT_EQ(deck.data.path, (std::filesystem::absolute(dir.path()) / "tokens.bin").lexically_normal().string());
+  EXPECT_EQ(deck.data.paths, std::vector<std::string>{
+                                 (std::filesystem::absolute(dir.path()) / "tokens.bin").lexically_normal().string()});
 }
 
 TEST(DeckOverride, RelativePathInTheFileIsRelativeToTheDeck) {
@@ -105,7 +106,7 @@ TEST(DeckOverride, RelativePathInTheFileIsRelativeToTheDeck) {
   dir.write("data/tokens.bin", "");
   const Deck deck = parse_deck(std::string(kMinimalDeck) + "[data]\nkind = \"bin\"\npath = \"data/tokens.bin\"\n",
                                (dir.path() / "deck.toml").string(), {});
-  EXPECT_EQ(deck.data.path, (dir.path() / "data" / "tokens.bin").string());
+  EXPECT_EQ(deck.data.paths, std::vector<std::string>{(dir.path() / "data" / "tokens.bin").string()});
   // The same relative path from --set is looked up in the working directory, where it is absent.
   const std::string message = error_of(kMinimalDeck, {"data.kind=bin", "data.path=data/tokens.bin"});
   EXPECT_NE(message.find("--set data.path=data/tokens.bin: "), std::string::npos) << message;

@@ -33,7 +33,7 @@ TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
   EXPECT_EQ(deck.train.weight_decay, defaults.train.weight_decay);
   EXPECT_EQ(deck.train.grad_clip, defaults.train.grad_clip);
   EXPECT_EQ(deck.data.kind, DataKind::synthetic);
-  EXPECT_EQ(deck.data.path, "");
+  EXPECT_TRUE(deck.data.paths.empty());
   EXPECT_EQ(deck.data.synthetic_tokens, defaults.data.synthetic_tokens);
   EXPECT_EQ(deck.checkpoint.dir, defaults.checkpoint.dir);
   EXPECT_EQ(deck.checkpoint.every, defaults.checkpoint.every);
@@ -158,7 +158,7 @@ log_every = 6
   EXPECT_DOUBLE_EQ(deck.train.weight_decay, 0.05);
   EXPECT_DOUBLE_EQ(deck.train.grad_clip, 0.5);
   EXPECT_EQ(deck.data.kind, DataKind::bin);
-  EXPECT_EQ(deck.data.path, (dir.path() / "tokens.bin").string());
+  EXPECT_EQ(deck.data.paths, std::vector<std::string>{(dir.path() / "tokens.bin").string()});
   EXPECT_EQ(deck.data.synthetic_tokens, 5000);
   EXPECT_EQ(deck.checkpoint.dir, "ckpt");
   EXPECT_EQ(deck.checkpoint.every, 10);
@@ -275,14 +275,14 @@ TEST(DeckParse, TextDataWithByteVocabulary) {
   const Deck deck = parse_deck(std::string(kMinimalDeck) + "[data]\nkind = \"text\"\npath = \"corpus.txt\"\n",
                                (dir.path() / "deck.toml").string(), {});
   EXPECT_EQ(deck.data.kind, DataKind::text);
-  EXPECT_EQ(deck.data.path, (dir.path() / "corpus.txt").string());
+  EXPECT_EQ(deck.data.paths, std::vector<std::string>{(dir.path() / "corpus.txt").string()});
 }
 
 TEST(DeckParse, AbsoluteDataPathIsKept) {
   ScratchDir dir("absolute_path");
   const auto file = dir.write("tokens.bin", "");
   const Deck deck = parse(std::string(kMinimalDeck) + "[data]\nkind = \"bin\"\npath = \"" + file.string() + "\"\n");
-  EXPECT_EQ(deck.data.path, file.string());
+  EXPECT_EQ(deck.data.paths, std::vector<std::string>{file.string()});
 }
 
 TEST(DeckParse, RecordsPathAndText) {

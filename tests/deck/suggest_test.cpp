@@ -45,12 +45,12 @@ TEST(ClosestKey, FixesTyposInTheNameOrTheSection) {
 TEST(Schema, EveryKeyIsUniqueAndFindable) {
   const std::vector<std::string> keys = key_names();
   // Every field of config.hpp's sections (stage_layers_balanced is stage_layers = "balanced",
-  // resume_file is checkpoint.resume given a path).
-  EXPECT_EQ(keys.size(), 51u);
+  // resume_file is checkpoint.resume given a path, eval.enabled is the [eval] section's presence).
+  EXPECT_EQ(keys.size(), 55u);
   for (const KeySpec& key : deck_keys()) {
     EXPECT_EQ(find_key(key.section, key.name), &key) << key.full_name();
   }
-  EXPECT_EQ(section_names(), (std::vector<std::string>{"model", "parallel", "schedule", "train", "data",
+  EXPECT_EQ(section_names(), (std::vector<std::string>{"model", "parallel", "schedule", "train", "data", "eval",
                                                        "checkpoint", "output", "emulate"}));
 }
 

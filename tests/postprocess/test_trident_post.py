@@ -28,7 +28,8 @@ EMULATED = ("model.layers=8", "train.steps=3", "schedule.microbatches=8", "sched
             "emulate.enabled=true", "emulate.forward_ms=20", "emulate.backward_ms=40", "emulate.input_grad_ms=20",
             "emulate.weight_grad_ms=20", "parallel.pp=4")
 RUNS = {
-    "p2": (4, ("parallel.pp=2", "parallel.dp=2", "train.steps=4", "checkpoint.every=2")),
+    "p2": (4, ("parallel.pp=2", "parallel.dp=2", "train.steps=4", "checkpoint.every=2", "eval.every=2",
+               "eval.batches=1")),
     "p4-1f1b": (4, EMULATED + ("schedule.kind=1f1b",)),
     "p4-zb": (4, EMULATED + ("schedule.kind=zb-h1",)),
 }
@@ -234,6 +235,15 @@ def test_compare_two_runs(runs):
     _, steps, _ = read_run(a)
     median = float(np.median(steps["step_time_s"][1:] if len(steps["step_time_s"]) > 2 else steps["step_time_s"]))
     assert rows["step time, median [ms]"][-2] == f"{median * 1e3:.2f}"
+
+
+def test_compare_reports_the_last_validation_loss(runs):
+    a, b = runs["p2"], runs["p4-1f1b"]
+    text = post("compare", a, b).stdout
+    row = next(line for line in text.splitlines() if line.startswith("last validation loss (step)"))
+    _, steps, _ = read_run(a)
+    assert np.isnan(steps["val_loss"][[0, 2]]).all()
+    assert row.split()[-3:] == [f"{steps['val_loss'][3]:.4f}", "(4)", "-"], row  # the emulated run has none
 
 
 def test_compare_shows_the_share_of_the_step_lost_to_communication(runs):

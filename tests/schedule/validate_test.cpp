@@ -126,5 +126,35 @@ TEST(Validator, RejectsADeadlockBetweenChunks) {
                             "itself stuck at F0.1 (its action 1)"});
 }
 
+// Evaluation's schedule: every generator's forward half validates, runs F alone, and keeps the
+// training's chunk placement; a backward in it is caught.
+TEST(ForwardOnlySchedule, EveryGeneratorsForwardHalfIsValid) {
+  const std::vector<std::pair<ScheduleKind, int>> kinds = {{ScheduleKind::gpipe, 1},
+                                                          {ScheduleKind::one_f_one_b, 1},
+                                                          {ScheduleKind::zb_h1, 1},
+                                                          {ScheduleKind::interleaved_1f1b, 2},
+                                                          {ScheduleKind::interleaved_1f1b, 3}};
+  for (const auto& [kind, chunks] : kinds) {
+    for (int p : {1, 2, 4}) {
+      const Schedule training = make_schedule(kind, p, 2 * p, chunks);
+      const Schedule eval = forward_only_schedule(training);
+      SCOPED_TRACE(word_of(kind) + " p " + std::to_string(p) + " v " + std::to_string(chunks));
+      EXPECT_TRUE(eval.forward_only);
+      EXPECT_EQ(find_schedule_problem(eval), "");
+      EXPECT_EQ(eval.virtual_stage, training.virtual_stage);
+      for (const std::vector<Action>& list : eval.actions) {
+        EXPECT_EQ(static_cast<int>(list.size()), 2 * p * chunks);
+        for (const Action& action : list) EXPECT_EQ(action.kind, ActionKind::forward);
+      }
+    }
+  }
+}
+
+TEST(ForwardOnlySchedule, ABackwardInItIsRejected) {
+  Schedule eval = forward_only_schedule(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1));
+  eval.actions[1].push_back(B(0));
+  expect_problem(eval, {"rank 1", "B0", "forward-only"});
+}
+
 }  // namespace
 }  // namespace trident

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""Reference GPT-2 training step in eager PyTorch (CPU or one GPU, fp32 weights), timed.
+"""Reference training step in eager PyTorch (CPU or one GPU, fp32 weights) for either model family
+trident trains, timed.
 
-The model is the one trident trains (DESIGN.md "Model"): pre-LN blocks, fused qkv c_attn (C -> 3C,
-bias), c_proj, MLP C -> 4C -> C with tanh GELU, LayerNorm eps 1e-5, head tied to wte, mean
-cross-entropy, no dropout. Attention is the explicit masked softmax (nanoGPT's fallback): torch 1.13
-has no scaled_dot_product_attention. The optimizer is torch.optim.AdamW (no fused variant in 1.13),
-with weight decay on 2-D weights only and global-norm clipping at 1.0, as trident's step does.
+--family gpt2 (default) is DESIGN.md's GPT-2: pre-LN blocks, fused qkv c_attn (C -> 3C, bias),
+c_proj, MLP C -> 4C -> C with tanh GELU, LayerNorm eps 1e-5, head tied to wte. --family llama is
+Hugging Face's LlamaForCausalLM: RMSNorm (eps 1e-5), bias-free q/k/v/o projections with
+grouped-query attention (--kv-heads), RoPE in the rotate_half convention (--rope-theta), SwiGLU MLP
+(--ffn-hidden), untied lm_head. Both end in mean cross-entropy, no dropout. Attention is the
+explicit masked softmax (nanoGPT's fallback): torch 1.13 has no scaled_dot_product_attention. The
+optimizer is torch.optim.AdamW (no fused variant in 1.13), with weight decay on 2-D weights only and
+global-norm clipping at 1.0, as trident's step does.
 
 On a GPU (--device cuda), --matmul tf32 lets the matrix products use TF32 tensor cores as
 trident's GPU build does, --attention sdpa uses torch's fused scaled_dot_product_attention instead
@@ -27,6 +31,22 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def causal_attention(q, k, v, causal, fused):
+    """q, k, v [B, heads, T, head_dim] -> [B, T, heads * head_dim]."""
+    B, H, T, hd = q.shape
+    if fused:
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(~causal[:, :, :T, :T], float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+    return y.transpose(1, 2).contiguous().view(B, T, H * hd)
+
+
+def causal_mask(seq_len):
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)).view(1, 1, seq_len, seq_len)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, d_model, heads, seq_len, fused=False):
         super().__init__()
@@ -34,23 +54,14 @@ class CausalSelfAttention(nn.Module):
         self.fused = fused
         self.c_attn = nn.Linear(d_model, 3 * d_model)
         self.c_proj = nn.Linear(d_model, d_model)
-        causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))
-        self.register_buffer("causal", causal.view(1, 1, seq_len, seq_len), persistent=False)
+        self.register_buffer("causal", causal_mask(seq_len), persistent=False)
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         # (B, T, C) -> (B, heads, T, head_dim)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        if self.fused:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-            att = att.masked_fill(~self.causal[:, :, :T, :T], float("-inf"))
-            att = F.softmax(att, dim=-1)
-            y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        return self.c_proj(causal_attention(q, k, v, self.causal, self.fused))
 
 
 class MLP(nn.Module):
@@ -94,6 +105,110 @@ class GPT(nn.Module):
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class RotaryEmbedding(nn.Module):
+    """HF's rotate_half RoPE: dimension i pairs with i + head_dim/2, inverse frequency theta^(-2i/hd)."""
+
+    def __init__(self, head_dim, seq_len, theta):
+        super().__init__()
+        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+        angles = torch.outer(torch.arange(seq_len, dtype=torch.float64), inv_freq)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+
+    def forward(self, x):
+        """x [B, heads, T, hd]."""
+        T, half = x.shape[-2], x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        return x * self.cos[:T] + rotated * self.sin[:T]
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, d_model, heads, kv_heads, seq_len, rope, fused=False):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d_model // heads
+        self.fused = fused
+        self.rope = rope
+        self.q_proj = nn.Linear(d_model, heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(d_model, kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(d_model, kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(heads * self.head_dim, d_model, bias=False)
+        self.register_buffer("causal", causal_mask(seq_len), persistent=False)
+
+    def forward(self, x):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = self.rope(q), self.rope(k)
+        # HF's repeat_kv: query head i reads kv head i // (heads / kv_heads).
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        return self.o_proj(causal_attention(q, k, v, self.causal, self.fused))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model, ffn_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, ffn_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, ffn_hidden, bias=False)
+        self.down_proj = nn.Linear(ffn_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, args, rope, fused_attention):
+        super().__init__()
+        self.input_layernorm = RMSNorm(args.d_model)
+        self.self_attn = LlamaAttention(args.d_model, args.heads, args.kv_heads, args.seq_len, rope,
+                                        fused_attention)
+        self.post_attention_layernorm = RMSNorm(args.d_model)
+        self.mlp = SwiGLU(args.d_model, args.ffn_hidden)
+
+    def forward(self, x):
+        x = x + self.self_attn(self.input_layernorm(x))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Llama(nn.Module):
+    def __init__(self, args, fused_attention=False):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(args.vocab, args.d_model)
+        rope = RotaryEmbedding(args.d_model // args.heads, args.seq_len, args.rope_theta)
+        self.layers = nn.ModuleList(LlamaBlock(args, rope, fused_attention) for _ in range(args.layers))
+        self.norm = RMSNorm(args.d_model)
+        self.lm_head = nn.Linear(args.d_model, args.vocab, bias=False)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, mean=0.0, std=0.02)
+
+    def forward(self, tokens, targets):
+        x = self.embed_tokens(tokens)
+        for layer in self.layers:
+            x = layer(x)
+        logits = self.lm_head(self.norm(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def build_model(args):
+    fused = args.attention == "sdpa"
+    if args.family == "llama":
+        return Llama(args, fused)
+    return GPT(args.layers, args.d_model, args.heads, args.vocab, args.seq_len, fused)
 
 
 def make_optimizer(model):
@@ -143,11 +258,16 @@ def torch_build_summary():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", choices=("gpt2", "llama"), default="gpt2")
     parser.add_argument("--layers", type=int, required=True)
     parser.add_argument("--d-model", type=int, required=True)
     parser.add_argument("--heads", type=int, required=True)
     parser.add_argument("--vocab", type=int, required=True)
     parser.add_argument("--seq-len", type=int, required=True)
+    parser.add_argument("--kv-heads", type=int, default=None, help="llama: key/value heads (default: --heads)")
+    parser.add_argument("--ffn-hidden", type=int, default=None,
+                        help="llama: SwiGLU hidden size (default: 8*C/3 rounded up to a multiple of 256)")
+    parser.add_argument("--rope-theta", type=float, default=500000.0, help="llama: RoPE base (default 500000)")
     parser.add_argument("--batch", type=int, required=True, help="sequences per step")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2, help="leading steps left out of the median")
@@ -163,6 +283,10 @@ def main():
         parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
     if args.steps <= args.warmup:
         parser.error(f"--steps {args.steps} must exceed --warmup {args.warmup}")
+    args.kv_heads = args.kv_heads or args.heads
+    args.ffn_hidden = args.ffn_hidden or (8 * args.d_model // 3 + 255) // 256 * 256
+    if args.heads % args.kv_heads != 0:
+        parser.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
 
     torch.set_num_threads(args.threads)
     blas = openblas_info(args.threads)
@@ -172,8 +296,7 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = args.matmul == "tf32"
     peak = bf16_gemm_peak_tflops(device) if on_gpu else None
     torch.manual_seed(args.seed)
-    model = GPT(args.layers, args.d_model, args.heads, args.vocab, args.seq_len,
-                fused_attention=args.attention == "sdpa").to(device)
+    model = build_model(args).to(device)
     optimizer = make_optimizer(model)
 
     def finish_device_work():
@@ -201,6 +324,7 @@ def main():
         "steps_timed": args.steps - args.warmup,
         "loss_first": losses[0],
         "loss_last": losses[-1],
+        "family": args.family,
         "parameters": sum(p.numel() for p in model.parameters()),
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),

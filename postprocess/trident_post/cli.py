@@ -1,7 +1,7 @@
 """The `trident-post` command line: one subcommand per module."""
-import argparse
-import importlib
 import sys
+
+from command_line import subcommand_parser
 
 from . import __version__
 from .timeline import PostError
@@ -26,14 +26,7 @@ unreadable / non-trident file. `trident-post COMMAND --help` describes each comm
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="trident-post", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"trident-post {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    subparsers.required = True
-    for name in SUBCOMMANDS:
-        importlib.import_module(f".{name}", __package__).add_parser(subparsers)
-    return parser
+    return subcommand_parser("trident-post", DESCRIPTION, EPILOG, __version__, __package__, SUBCOMMANDS)
 
 
 def main(argv=None):

@@ -1,7 +1,10 @@
 // The ready decks in input_decks/ all validate and describe what their comments promise.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include "common/error.hpp"
 #include "deck/deck.hpp"
@@ -11,6 +14,18 @@ namespace {
 
 std::string deck_path(const std::string& name) { return std::string(TRIDENT_INPUT_DECKS_DIR) + "/" + name; }
 
+// An empty llm.c shard, standing in for the shards a deck expects the user to prepare first
+// (fortunes-llama.toml's, made by trident-data).
+std::string empty_shard() {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "trident_input_decks_empty_shard.bin";
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = 20240520;
+  header[1] = 1;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size() * 4));
+  return path.string();
+}
+
 TEST(InputDecks, EveryDeckValidates) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(TRIDENT_INPUT_DECKS_DIR)) {
@@ -19,7 +34,17 @@ TEST(InputDecks, EveryDeckValidates) {
     try {
       load_deck(entry.path().string(), {});
     } catch (const InputError& error) {
-      ADD_FAILURE() << error.what();
+      // Data not prepared yet: the rest of the deck must still hold once it is.
+      if (std::string(error.what()).find("matches no file") == std::string::npos) {
+        ADD_FAILURE() << error.what();
+        continue;
+      }
+      const std::string shard = empty_shard();
+      try {
+        load_deck(entry.path().string(), {"data.path=" + shard, "eval.path=" + shard});
+      } catch (const InputError& again) {
+        ADD_FAILURE() << again.what();
+      }
     }
   }
   EXPECT_GE(count, 4);

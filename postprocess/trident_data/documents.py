@@ -1,0 +1,64 @@
+"""The documents of a corpus, one at a time, so that memory stays bounded however large it is.
+
+A file ending in .jsonl (or .json, one object per line) gives one document per line, its `field`
+string; any other file is UTF-8 text: one document, or, with `separator`, one per run of lines
+between lines equal to it (the fortune files' "%"). Files are read in the order given.
+"""
+import json
+from pathlib import Path
+
+from . import DataError
+
+
+def add_corpus_arguments(parser):
+    """The options that say what the corpus is, shared by the commands that read one."""
+    parser.add_argument("inputs", metavar="TEXT", nargs="+", help="text files, or .jsonl files with a text field")
+    parser.add_argument("--jsonl-field", default="text", help="field holding the text in .jsonl files (default text)")
+    parser.add_argument("--separator", metavar="LINE", default=None,
+                        help="a line that separates documents inside a text file (e.g. %% in fortune files)")
+
+
+def check_files(paths):
+    missing = [str(p) for p in paths if not Path(p).is_file()]
+    if missing:
+        raise DataError(f"no such file: {', '.join(missing)}")
+    return [Path(p) for p in paths]
+
+
+def _jsonl_documents(path, field):
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{number}: not a JSON object ({e.msg})") from None
+            text = record.get(field) if isinstance(record, dict) else None
+            if not isinstance(text, str):
+                raise DataError(f"{path}:{number}: no string field '{field}' (choose it with --jsonl-field)")
+            yield text
+
+
+def _text_documents(path, separator):
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        if separator is None:
+            yield lines.read()
+            return
+        document = []
+        for line in lines:
+            if line.rstrip("\n") == separator:
+                yield "".join(document)
+                document = []
+            else:
+                document.append(line)
+        yield "".join(document)
+
+
+def documents(paths, field="text", separator=None):
+    """Yields (path, text) for every non-blank document of `paths`."""
+    for path in paths:
+        is_jsonl = path.suffix in (".jsonl", ".json")
+        for text in (_jsonl_documents(path, field) if is_jsonl else _text_documents(path, separator)):
+            if text.strip():
+                yield path, text

@@ -1,5 +1,5 @@
 """`trident-data encode`: text -> llm.c token shards for trident (data.kind = "bin"), streaming: one
-document in memory at a time plus one shard's buffer. Each document is tokenized and followed by
+document (or a piece of a large one) in memory at a time plus one shard's buffer. Each document is tokenized and followed by
 the end-of-document token; whole documents go to the validation split with probability
 --val-fraction (a seeded draw per document, in corpus order), the rest to training. Shards of
 --shard-tokens tokens are written as NAME_train_000000.bin, NAME_val_000000.bin, ..., each under a
@@ -77,10 +77,10 @@ class Progress:
         self.start = self.shown = time.perf_counter()
         self.terminal = sys.stderr.isatty()
 
-    def update(self, chars, tokens, final=False):
+    def update(self, chars, tokens, ends_document=False, final=False):
         self.chars += chars
         self.tokens += tokens
-        self.documents += 1 if chars else 0
+        self.documents += 1 if ends_document else 0
         now = time.perf_counter()
         if final or now - self.shown >= (0.5 if self.terminal else 10.0):
             self.shown = now
@@ -123,11 +123,15 @@ def encode_documents(args, paths, processor, splits):
     draw = np.random.default_rng(args.seed)
     end_of_document = processor.eos_id()
     progress = Progress(sum(p.stat().st_size for p in paths))
-    for _, text in documents(paths, args.jsonl_field, args.separator):
+    split = None  # of the document in progress: all its pieces go to one split
+    for _, text, ends_document in documents(paths, args.jsonl_field, args.separator):
+        split = split or ("val" if draw.random() < args.val_fraction else "train")
         ids = processor.encode(text)
-        ids.append(end_of_document)
-        splits["val" if draw.random() < args.val_fraction else "train"].add(ids)
-        progress.update(len(text), len(ids))
+        if ends_document:
+            ids.append(end_of_document)
+        splits[split].add(ids)
+        progress.update(len(text), len(ids), ends_document)
+        split = None if ends_document else split
     progress.update(0, 0, final=True)
     for split in splits.values():
         split.flush()

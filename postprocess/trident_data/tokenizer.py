@@ -27,7 +27,7 @@ def add_parser(subparsers):
 def training_lines(paths, field, separator, limit):
     """The corpus' non-blank lines, at most `limit`, as SentencePiece's training sentences."""
     count = 0
-    for _, text in documents(paths, field, separator):
+    for _, text, _ in documents(paths, field, separator):
         for line in text.splitlines():
             if line.strip():
                 yield line

@@ -136,3 +136,27 @@ def test_every_command_has_help(command):
     text = tool(*([command] if command else []), "--help").stdout
     assert "usage: trident-data" in text
     assert ("Example" if command else "examples:") in text
+
+
+def test_a_file_larger_than_a_piece_is_one_document(tokenizer, tmp_path, monkeypatch):
+    """A whole-file document is read in pieces cut at line ends (so a huge file never sits in
+    memory), all in one split, with one end-of-document token at its end."""
+    sys.path.insert(0, str(REPO / "postprocess"))
+    from trident_data import cli, documents
+
+    monkeypatch.setattr(documents, "CHUNK_CHARS", 4096)
+    book = tmp_path / "book.txt"
+    book.write_text("\n\n" + "".join(f.read_text(encoding="utf-8", errors="replace") for f in FILES))
+    pieces = list(documents.documents([book]))
+    assert len(pieces) > 10 and [ends for _, _, ends in pieces] == [False] * (len(pieces) - 1) + [True]
+    assert all(text.endswith("\n") for _, text, _ in pieces)
+    assert "".join(text for _, text, _ in pieces) == book.read_text(encoding="utf-8").lstrip("\n")
+    other = tmp_path / "other.txt"
+    other.write_text("A second, short document.\n")
+    # Seed 8 draws 0.327 then 0.987: the book goes to validation, the short document to training.
+    assert cli.main(["encode", str(book), str(other), "--tokenizer", str(tokenizer), "-o", str(tmp_path),
+                     "--name", "book", "--val-fraction", "0.5", "--seed", "8"]) == 0
+    val = shard_tokens(tmp_path / "book_val_000000.bin")
+    train = shard_tokens(tmp_path / "book_train_000000.bin")
+    assert np.flatnonzero(val == 2).tolist() == [len(val) - 1] and len(val) > 10 * len(train)
+    assert np.flatnonzero(train == 2).tolist() == [len(train) - 1]

@@ -35,9 +35,11 @@ inline constexpr std::array<Choice<ScheduleKind>, 5> kScheduleKinds{
 constexpr const auto& choices(ScheduleKind) { return kScheduleKinds; }
 
 // schedule.recompute: full keeps only each chunk's input and re-runs its forward in backward.
-enum class Recompute { none, full };
-inline constexpr std::array<Choice<Recompute>, 2> kRecomputeModes{
-    {{Recompute::none, "none"}, {Recompute::full, "full"}}};
+// full: keep each chunk's input, re-run its forward before backward; selective: keep everything
+// but the attention probabilities, recomputed from q and k in backward.
+enum class Recompute { none, full, selective };
+inline constexpr std::array<Choice<Recompute>, 3> kRecomputeModes{
+    {{Recompute::none, "none"}, {Recompute::full, "full"}, {Recompute::selective, "selective"}}};
 constexpr const auto& choices(Recompute) { return kRecomputeModes; }
 
 // parallel.order: the three grid axes, fastest-varying first in the world rank.

@@ -56,8 +56,8 @@ void sum_over_group(GemmContext& context, const AttentionShape& s, const HeadBat
 
 }  // namespace
 
-void attention_forward(GemmContext& context, float* out, float* probs, const float* q, const float* k, const float* v,
-                       const AttentionShape& s) {
+void attention_probabilities(GemmContext& context, float* probs, const float* q, const float* k,
+                             const AttentionShape& s) {
   const HeadBatches batches(s);
   const int T = s.T, hd = s.head_dim, n = batches.per_group;
   const long tt = static_cast<long>(T) * T;
@@ -66,6 +66,14 @@ void attention_forward(GemmContext& context, float* out, float* probs, const flo
                          batches.kv_stride, 0.0f, probs + at.probs, T, tt, n);  // S = scale·Q·Kᵀ
   });
   causal_softmax_forward(probs, s.B * s.heads, T);
+}
+
+void attention_forward(GemmContext& context, float* out, float* probs, const float* q, const float* k, const float* v,
+                       const AttentionShape& s) {
+  const HeadBatches batches(s);
+  const int T = s.T, hd = s.head_dim, n = batches.per_group;
+  const long tt = static_cast<long>(T) * T;
+  attention_probabilities(context, probs, q, k, s);
   for_each_group(s, batches, [&](const Group& at) {
     gemm_strided_batched(context, false, false, T, hd, T, 1.0f, probs + at.probs, T, tt, v + at.kv, s.kv_ld,
                          batches.kv_stride, 0.0f, out + at.out, s.out_ld, hd, n);  // O = P·V
@@ -94,6 +102,11 @@ void attention_backward(GemmContext& context, float* dq, float* dk, float* dv, f
 void attention_forward(GemmContext& context, float* out, float* probs, const float* qkv, int B, int T, int C, int H) {
   const AttentionShape shape{B, T, H, H, C / H, 3L * C, 3L * C, C};
   attention_forward(context, out, probs, qkv, qkv + C, qkv + 2 * C, shape);
+}
+
+void attention_probabilities(GemmContext& context, float* probs, const float* qkv, int B, int T, int C, int H) {
+  const AttentionShape shape{B, T, H, H, C / H, 3L * C, 3L * C, C};
+  attention_probabilities(context, probs, qkv, qkv + C, shape);
 }
 
 void attention_backward(GemmContext& context, float* dqkv, float* dprobs, const float* dout, const float* qkv,

@@ -17,6 +17,10 @@ struct AttentionShape {
 // keeps the attention probabilities for the backward pass.
 void attention_forward(GemmContext& context, float* out, float* probs, const float* q, const float* k, const float* v,
                        const AttentionShape& shape);
+// probs = softmax_causal(q·kᵀ / √hd), the first half of attention_forward, bit for bit: selective
+// recomputation rebuilds the probabilities in backward instead of stashing them.
+void attention_probabilities(GemmContext& context, float* probs, const float* q, const float* k,
+                             const AttentionShape& shape);
 
 // dq, dk, dv (same layouts as q, k, v; overwritten) = gradient of Σ dout · out; dprobs [B, H, T, T]
 // is scratch.
@@ -28,5 +32,6 @@ void attention_backward(GemmContext& context, float* dq, float* dk, float* dv, f
 void attention_forward(GemmContext& context, float* out, float* probs, const float* qkv, int B, int T, int C, int H);
 void attention_backward(GemmContext& context, float* dqkv, float* dprobs, const float* dout, const float* qkv,
                         const float* probs, int B, int T, int C, int H);
+void attention_probabilities(GemmContext& context, float* probs, const float* qkv, int B, int T, int C, int H);
 
 }  // namespace trident

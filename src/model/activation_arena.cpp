@@ -24,10 +24,12 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
     used += count;
     return p;
   };
-  a.encoded = take(BT * C);
+  // Under full recomputation the embedding chunk keeps its token ids only.
+  a.encoded = content == StashContent::inputs && chunk.embedding ? nullptr : take(BT * C);
   if (content == StashContent::inputs) return used;
   a.layers.resize(chunk.num_layers);
-  for (typename Block::Stash& layer : a.layers) Block::carve(layer, local, B, T, C, take);
+  const bool keep_probabilities = content != StashContent::without_probabilities;
+  for (typename Block::Stash& layer : a.layers) Block::carve(layer, local, B, T, C, keep_probabilities, take);
   if (!chunk.head) return used;
   a.final_norm = take(BT * C);
   a.final_norm_mean = Block::kLayerNorm ? take(BT) : nullptr;

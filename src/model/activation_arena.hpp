@@ -7,6 +7,8 @@
 //
 // Under full recomputation a second arena keeps only each chunk's inputs (StashContent::inputs):
 // the input hidden states (or tokens) and the targets, from which backward re-runs the forward.
+// Under selective recomputation the stash leaves out the [B, H/tp, T, T] attention probabilities
+// (StashContent::without_probabilities), which each layer's backward rebuilds from q and k.
 //
 // The lists below and in Gpt2Block::Stash are the activation-memory formula the planner uses; keep
 // them in sync.
@@ -38,7 +40,9 @@ struct Activations {
   IntBuffer targets;  // [B, T] targets (inputs stash of the head chunk only: the loss is recomputed)
 };
 
-enum class StashContent { all, inputs };
+// all: everything backward reads; inputs: the chunk's inputs only (full recomputation);
+// without_probabilities: all but the attention probabilities (selective recomputation).
+enum class StashContent { all, inputs, without_probabilities };
 
 // Bytes of one micro-batch's stash of `chunk` (default: the whole model) on each rank of a TP
 // group of tp_size.
@@ -46,10 +50,13 @@ std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_siz
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
                         StashContent content = StashContent::all);
 
-// Activation bytes held by all the arenas of one rank, and their high-water mark.
+// Activation bytes held by all the arenas of one rank, and their high-water mark. `resident`
+// counts what the rank holds for its whole life on top (selective recomputation's buffer for one
+// layer's attention probabilities): it belongs to the peak, not to what is in flight.
 struct ActivationMemory {
   std::size_t current = 0;
   std::size_t peak = 0;
+  std::size_t resident = 0;
 };
 
 template <class Block>

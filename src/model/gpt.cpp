@@ -82,19 +82,24 @@ FloatBuffer uninitialised(const char* name, std::size_t n) {
 
 // Activation gradients of one backward pass (micro-batches run backward one at a time).
 struct Workspace {
-  Workspace(const ModelConfig& cfg, const TpShape& local, int B, bool up_projection)
-      : dresidual(uninitialised("dresidual", rows(cfg, B) * cfg.d_model)),
+  Workspace(const ModelConfig& cfg, const TpShape& local, int B, bool up_projection, bool shared_probabilities)
+      : att(shared_probabilities ? uninitialised("att", probabilities(cfg, local, B)) : FloatBuffer()),
+        dresidual(uninitialised("dresidual", rows(cfg, B) * cfg.d_model)),
         dln(uninitialised("dln", rows(cfg, B) * cfg.d_model)),
         datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
         dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
-        datt(uninitialised("datt", static_cast<std::size_t>(B) * local.heads * cfg.seq_len * cfg.seq_len)),
+        datt(uninitialised("datt", probabilities(cfg, local, B))),
         dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)),
         dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
+  static std::size_t probabilities(const ModelConfig& cfg, const TpShape& local, int B) {
+    return static_cast<std::size_t>(B) * local.heads * cfg.seq_len * cfg.seq_len;
+  }
   BackwardScratch scratch() const {
-    return {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()};
+    return {att.data(), dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()};
   }
 
+  FloatBuffer att;        // selective recomputation: the attention probabilities of the layer at work
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
   FloatBuffer dln, datty, dqkv, datt, dfch, dup;
 };
@@ -113,7 +118,9 @@ template <class Block>
 struct ChunkState {
   ChunkState(const ModelConfig& cfg, int B, int tp_size, const ModelChunk& spec, Recompute recompute,
              ActivationMemory& memory)
-      : spec(spec), stash(cfg, B, tp_size, spec, StashContent::all, &memory) {
+      : spec(spec),
+        stash(cfg, B, tp_size, spec,
+              recompute == Recompute::selective ? StashContent::without_probabilities : StashContent::all, &memory) {
     if (recompute == Recompute::full)
       inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory);
   }
@@ -172,7 +179,8 @@ class FamilyModel final : public Gpt::Impl {
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
         gemm_(precision),
         rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
-        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size, !Block::kLayerNorm),
+        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size, !Block::kLayerNorm,
+            recompute == Recompute::selective),
         ctx_{micro_batch_size,
              cfg.seq_len,
              cfg.d_model,
@@ -185,6 +193,7 @@ class FamilyModel final : public Gpt::Impl {
         loss_(micro_batch_size * cfg.seq_len, ctx_.local, tp) {
     for (const ModelChunk& spec : specs)
       chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, memory));
+    memory.resident = ws_.att.extent(0) * sizeof(float);
   }
 
   // Called once the parameters are allocated.
@@ -546,6 +555,6 @@ const ModelConfig& Gpt::config() const { return impl_->cfg; }
 const std::vector<ModelChunk>& Gpt::chunks() const { return impl_->specs; }
 int Gpt::micro_batch_size() const { return impl_->B; }
 std::size_t Gpt::activation_bytes() const { return impl_->memory.current; }
-std::size_t Gpt::peak_activation_bytes() const { return impl_->memory.peak; }
+std::size_t Gpt::peak_activation_bytes() const { return impl_->memory.peak + impl_->memory.resident; }
 
 }  // namespace trident

@@ -110,7 +110,8 @@ class Gpt {
   int micro_batch_size() const;
 
   // Bytes of activation stashes (and deferred weight-gradient inputs) on this rank: currently held
-  // and the high-water mark since construction.
+  // and the high-water mark since construction (with, under selective recomputation, the buffer its
+  // backward rebuilds one layer's attention probabilities in).
   std::size_t activation_bytes() const;
   std::size_t peak_activation_bytes() const;
 

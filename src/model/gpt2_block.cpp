@@ -44,7 +44,7 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
   };
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, BT, C);
   linear_forward(ctx.gemm, x.qkv, x.ln1, w.c_attn_weight, w.c_attn_bias, BT, C, 3 * attn);
-  attention_forward(ctx.gemm, x.atty, x.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
+  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
   residual_forward(x.residual2, x.residual2, input, ctx.hidden_floats());
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln_2_weight, w.ln_2_bias, BT, C);
@@ -86,7 +86,12 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   keep(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, dresidual, w.attn_proj_weight, BT, attn, C);
   weight_grad_now(Linear::attn_proj);
-  attention_backward(ctx.gemm, kept.qkv, ctx.scratch.datt, ctx.scratch.datty, x.qkv, x.att, ctx.B, ctx.T, attn,
+  const float* probabilities = x.att;
+  if (!probabilities) {  // selective recomputation: rebuilt from the stashed q and k
+    attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
+    probabilities = ctx.scratch.att;
+  }
+  attention_backward(ctx.gemm, kept.qkv, ctx.scratch.datt, ctx.scratch.datty, x.qkv, probabilities, ctx.B, ctx.T, attn,
                      ctx.local.heads);
   linear_backward_input(ctx.gemm, dln, kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
   reduce_over_tp_during(Linear::c_attn);

@@ -80,8 +80,10 @@ struct Gpt2Block {
 
   // Carves a stash out of consecutive floats: take(n) returns the next n. The planner counts
   // with the same list (take returning null).
+  // keep_probabilities = false (selective recomputation): att is null, the layer uses ctx.scratch.att.
   template <class Take>
-  static void carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, Take&& take);
+  static void carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, bool keep_probabilities,
+                    Take&& take);
   template <class Take>
   static void carve(OutputGrads& g, const TpShape& local, std::size_t rows, std::size_t C, Take&& take);
 
@@ -101,13 +103,14 @@ struct Gpt2Block {
 };
 
 template <class Take>
-void Gpt2Block::carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, Take&& take) {
+void Gpt2Block::carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C,
+                      bool keep_probabilities, Take&& take) {
   const std::size_t BT = B * T, attn = local.attn_width, mlp = local.mlp_width, H = local.heads;
   x.ln1 = take(BT * C);
   x.ln1_mean = take(BT);
   x.ln1_rstd = take(BT);
   x.qkv = take(3 * BT * attn);
-  x.att = take(B * H * T * T);
+  x.att = keep_probabilities ? take(B * H * T * T) : nullptr;
   x.atty = take(BT * attn);
   x.residual2 = take(BT * C);
   x.ln2 = take(BT * C);

@@ -19,8 +19,10 @@ namespace trident {
 enum class WeightGrads { now, deferred };
 
 // Activation gradients inside one layer's backward. Micro-batches run backward one at a time, so
-// one set serves them all.
+// one set serves them all. Under selective recomputation `att` holds the attention probabilities a
+// layer's stash does not keep: written by its forward, rebuilt from q and k by its backward.
 struct BackwardScratch {
+  float* att;    // [B, H/tp, T, T] attention probabilities (selective recomputation only, else null)
   float* dln;    // [B, T, C]       gradient w.r.t. a norm's output
   float* datty;  // [B, T, C/tp]    gradient w.r.t. the attention output
   float* datt;   // [B, H/tp, T, T] gradient w.r.t. the attention probabilities

@@ -61,7 +61,7 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   linear_forward(ctx.gemm, x.v, x.norm1, w.v_proj, nullptr, BT, C, kv_width, kLinear);
   rope_rotate(x.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, +1);
   rope_rotate(x.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, +1);
-  attention_forward(ctx.gemm, x.atty, x.att, x.q, x.k, x.v, attention_shape(ctx));
+  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, x.q, x.k, x.v, attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.o_proj, q_width);
   residual_forward(x.residual2, x.residual2, input, ctx.hidden_floats());
   rmsnorm_forward(x.norm2, x.norm2_rstd, x.residual2, w.post_attention_norm, ctx.norm_eps, BT, C);
@@ -104,8 +104,13 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   keep(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, dresidual, w.o_proj, BT, q_width, C, kLinear);
   weight_grads_now({Linear::o});
-  attention_backward(ctx.gemm, kept.q, kept.k, kept.v, ctx.scratch.datt, ctx.scratch.datty, x.q, x.k, x.v, x.att,
-                     attention_shape(ctx));
+  const float* probabilities = x.att;
+  if (!probabilities) {  // selective recomputation: rebuilt from the stashed q and k (after RoPE)
+    attention_probabilities(ctx.gemm, ctx.scratch.att, x.q, x.k, attention_shape(ctx));
+    probabilities = ctx.scratch.att;
+  }
+  attention_backward(ctx.gemm, kept.q, kept.k, kept.v, ctx.scratch.datt, ctx.scratch.datty, x.q, x.k, x.v,
+                     probabilities, attention_shape(ctx));
   rope_rotate(kept.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, -1);
   rope_rotate(kept.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, -1);
   linear_backward_input(ctx.gemm, dln, kept.q, w.q_proj, BT, C, q_width, kLinear);

@@ -74,8 +74,10 @@ struct LlamaBlock {
     return {dresidual, ctx.scratch.dfch, ctx.scratch.dup, dresidual, q, k, v};
   }
 
+  // keep_probabilities = false (selective recomputation): att is null, the layer uses ctx.scratch.att.
   template <class Take>
-  static void carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, Take&& take);
+  static void carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, bool keep_probabilities,
+                    Take&& take);
   template <class Take>
   static void carve(OutputGrads& g, const TpShape& local, std::size_t rows, std::size_t C, Take&& take);
 
@@ -91,14 +93,15 @@ struct LlamaBlock {
 };
 
 template <class Take>
-void LlamaBlock::carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, Take&& take) {
+void LlamaBlock::carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C,
+                      bool keep_probabilities, Take&& take) {
   const std::size_t BT = B * T, hd = local.head_dim, f = local.mlp_width;
   x.norm1 = take(BT * C);
   x.norm1_rstd = take(BT);
   x.q = take(BT * local.heads * hd);
   x.k = take(BT * local.kv_heads * hd);
   x.v = take(BT * local.kv_heads * hd);
-  x.att = take(B * local.heads * T * T);
+  x.att = keep_probabilities ? take(B * local.heads * T * T) : nullptr;
   x.atty = take(BT * local.heads * hd);
   x.residual2 = take(BT * C);
   x.norm2 = take(BT * C);

@@ -11,7 +11,7 @@ namespace trident {
 
 std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size,
                                               int first_layer, int num_layers, bool first_stage,
-                                              bool last_stage, int tp) {
+                                              bool last_stage, int tp, bool keep_probabilities) {
   if (first_layer < 0 || num_layers < 0 || first_layer + num_layers > model.layers) {
     throw std::invalid_argument("layers [" + std::to_string(first_layer) + ", " +
                                 std::to_string(first_layer + num_layers) + ") are outside a model of " +
@@ -31,24 +31,24 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
 
   const std::int64_t per_layer = bt * c + norm_stats                       // first norm
                                  + bt * qkv_width                          // q, k, v
-                                 + micro_batch_size * local_heads * t * t  // attention probabilities
+                                 + (keep_probabilities ? micro_batch_size * local_heads * t * t : 0)  // probabilities
                                  + bt * c / tp                             // attention output (before its projection)
                                  + bt * c                                  // residual after attention
                                  + bt * c + norm_stats                     // second norm
                                  + mlp_hidden                              // MLP hidden activations
                                  + bt * c;                                 // block output
-  const std::int64_t embedding_output = bt * c;
+  const std::int64_t chunk_input = bt * c;  // the embedding output on the first stage, else the one received
+  const std::int64_t token_ids = first_stage ? bt : 0;                            // int32
   const std::int64_t head_and_loss = bt * c + norm_stats                          // final norm
                                      + bt * (padded_vocab(model.vocab, tp) / tp)  // probabilities
-                                     + bt                                         // per-token losses
-                                     + bt;                                        // targets (int32)
-  return (first_stage ? embedding_output : 0) + num_layers * per_layer +
-         (last_stage ? head_and_loss : 0);
+                                     + bt;                                        // per-token losses
+  return chunk_input + token_ids + num_layers * per_layer + (last_stage ? head_and_loss : 0);
 }
 
-std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage) {
+std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage,
+                                             bool last_stage) {
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len;
-  return first_stage ? bt : bt * model.d_model;
+  return (first_stage ? bt : bt * model.d_model) + (last_stage ? bt : 0);
 }
 
 RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int rank) {
@@ -57,15 +57,21 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   const int last = static_cast<int>(stages.size()) - 1;
   const int mbs = deck.schedule.micro_batch_size;
   const bool recompute = deck.schedule.recompute == Recompute::full;
+  const bool selective = deck.schedule.recompute == Recompute::selective;
   RankMemory memory;
+  // Selective recomputation rebuilds one layer's attention probabilities at a time, in one buffer.
+  if (selective)
+    memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *
+                             deck.model.seq_len;
   for (int stage = rank; stage <= last; stage += pp) {  // the rank's chunks: every pp-th virtual stage
     const StageLayers& layers = stages.at(stage);
     const bool first = stage == 0;
     memory.weight_bytes += 4 * stage_params(deck.model, layers, first, stage == last, tp).total();
     const std::int64_t stash = 4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer,
-                                                                    layers.num_layers, first, stage == last, tp);
+                                                                    layers.num_layers, first, stage == last, tp,
+                                                                    !selective);
     if (recompute) {
-      memory.activation_bytes_per_microbatch += 4 * recompute_floats_per_microbatch(deck.model, mbs, first);
+      memory.activation_bytes_per_microbatch += 4 * recompute_floats_per_microbatch(deck.model, mbs, first, stage == last);
       memory.recompute_bytes = std::max(memory.recompute_bytes, stash);
     } else {
       memory.activation_bytes_per_microbatch += stash;

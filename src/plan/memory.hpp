@@ -9,31 +9,34 @@
 
 namespace trident {
 
-// 4-byte words (floats; the int32 targets count as one word each) that one micro-batch stashes
+// 4-byte words (floats; int32 token ids count as one word each) that one micro-batch stashes
 // between its forward and its backward on a stage holding layers [first_layer, first_layer +
 // num_layers). The model's activation arena stores exactly this list (B = micro_batch_size,
 // T = seq_len, C = d_model, H = heads, V = vocab):
-//   first stage        embedding output B*T*C
+//   every stage        its input B*T*C: the embedding output on the first stage (which also keeps
+//                      the B*T token ids), the activation received from the previous stage on the
+//                      others
 //   per layer          ln_1 out B*T*C, ln_1 mean+rstd 2*B*T, qkv 3*B*T*C, attention probabilities
 //                      B*H*T*T, attention output B*T*C, residual after attention B*T*C, ln_2 out
 //                      B*T*C, ln_2 mean+rstd 2*B*T, fc pre-activation 4*B*T*C, gelu output 4*B*T*C,
 //                      block output B*T*C          (= B*T*(16C + 4) + B*H*T^2)
-//   last stage         ln_f out B*T*C + mean/rstd 2*B*T, probabilities B*T*V, per-token losses B*T,
-//                      targets B*T
-// With tp > 1 this is one TP rank's share: the head-split terms (qkv, attention probabilities with
-// H / tp heads, attention output) and the 4C MLP terms are divided by tp, and the probabilities
-// cover the rank's vocabulary shard (V padded to a multiple of tp, divided by tp); the rest is
-// replicated. Not counted: the activation a later stage receives from the previous one (B*T*C,
-// held by whoever receives it until the backward). Throws std::invalid_argument if the layers fall
-// outside the model.
+//   last stage         ln_f out B*T*C + mean/rstd 2*B*T, probabilities B*T*V, per-token losses B*T
+// (Llama: RMSNorm keeps rstd only, q/k/v are (H + 2 kv_heads) head widths, SwiGLU keeps gate, up
+// and their product.) With tp > 1 this is one TP rank's share: the head-split terms (qkv,
+// attention probabilities with H / tp heads, attention output) and the MLP terms are divided by
+// tp, and the probabilities cover the rank's vocabulary shard (V padded to a multiple of tp,
+// divided by tp); the rest is replicated. With keep_probabilities = false (schedule.recompute =
+// "selective") the B*(H/tp)*T^2 attention probabilities are not stashed. Throws
+// std::invalid_argument if the layers fall outside the model.
 std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size,
                                               int first_layer, int num_layers, bool first_stage,
-                                              bool last_stage, int tp = 1);
+                                              bool last_stage, int tp = 1, bool keep_probabilities = true);
 
 // 4-byte words that one micro-batch stashes on one chunk with schedule.recompute = "full": only
-// the chunk's input, B*T*C (the first virtual stage: the B*T token ids); the rest is recomputed
-// from it just before the chunk's backward.
-std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage);
+// the chunk's input, B*T*C (the first virtual stage: the B*T token ids), and on the last the B*T
+// targets; the rest is recomputed from them just before the chunk's backward.
+std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage,
+                                             bool last_stage);
 
 struct RankMemory {
   std::int64_t weight_bytes = 0;
@@ -44,7 +47,8 @@ struct RankMemory {
   // Micro-batches of a whole rank in flight at the peak (pipeline_theory.hpp); fractional for
   // interleaved schedules, which hold chunks of micro-batches.
   double in_flight_microbatches = 0.0;
-  // recompute = "full": the full stash of the largest chunk, rebuilt for its backward. 0 otherwise.
+  // recompute = "full": the full stash of the largest chunk, rebuilt for its backward; "selective":
+  // one layer's attention probabilities, rebuilt for its backward. 0 otherwise.
   std::int64_t recompute_bytes = 0;
 
   std::int64_t activation_bytes() const {

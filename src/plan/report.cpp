@@ -251,15 +251,28 @@ void print_schedule(std::ostream& out, const Deck& deck) {
                    {"bubble (theory)", bubble}};
   if (schedule.recompute == Recompute::full) {
     fields.push_back({"recompute", "full: keep each chunk's input, recompute the rest before its backward"});
+  } else if (schedule.recompute == Recompute::selective) {
+    fields.push_back({"recompute", "selective: the attention probabilities are not stashed, each layer's backward "
+                                   "recomputes them from q and k"});
   }
   out << "\nSchedule\n";
   print_fields(out, fields);
 }
 
+// What the memory table adds to the stashes in flight: RankMemory::recompute_bytes.
+std::string recomputed_memory_note(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::full: return " + one chunk recomputed";
+    case Recompute::selective: return " + one layer's attention probabilities, recomputed";
+    case Recompute::none: break;
+  }
+  return "";
+}
+
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
   out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch"
-      << (deck.schedule.recompute == Recompute::full ? " + one chunk recomputed" : "") << ")\n";
+      << recomputed_memory_note(deck.schedule.recompute) << ")\n";
   TextTable table({interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v", "act/micro-batch", "in flight",
                    "activations", "total"});
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {

@@ -185,7 +185,9 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
       << "  theory        (p-1)/(m+p-1) for gpipe and 1f1b, (p-1)/(v*m+p-1) for interleaved-1f1b\n"
       << "  in flight     the most micro-batches (chunks / v) whose activations a rank holds at once\n"
       << "  act. rank 0   its activation stash per micro-batch (plan memory formula) x its in flight"
-      << (config.recompute == Recompute::full ? "\n                + one chunk recomputed for its backward" : "")
+      << (config.recompute == Recompute::full ? "\n                + one chunk recomputed for its backward"
+          : config.recompute == Recompute::selective ? "\n                + one layer's attention probabilities, recomputed"
+                                                     : "")
       << '\n';
   for (const std::string& reason : skipped) out << "  not possible here: " << reason << '\n';
 }

@@ -30,7 +30,8 @@ std::string describe_pipeline(const RunSummary& run) {
   if (schedule.chunks == 1 && (schedule.kind == ScheduleKind::one_f_one_b || schedule.kind == ScheduleKind::gpipe))
     out << "; textbook (p-1)/(m+p-1) = " << 100.0 * theoretical_bubble(schedule.stages, schedule.microbatches) << "%";
   out << ")" << (deck.emulate.enabled ? ", EMULATED compute" : "")
-      << (deck.schedule.recompute == Recompute::full ? ", full recomputation" : "") << "\n";
+      << (deck.schedule.recompute == Recompute::none ? "" : ", " + word_of(deck.schedule.recompute) + " recomputation")
+      << "\n";
   return out.str();
 }
 

@@ -93,7 +93,7 @@ DECK_CASES = [
      {"model.layers": "4", "parallel.pp": "2", "schedule.kind": '"interleaved-1f1b"', "schedule.virtual_stages": "2",
       "schedule.microbatches": "2", "parallel.stage_layers": "[2, 2]"}, ["parallel.stage_layers", "4 virtual stages"]),
     ("schedule_kind_misspelt_auto", {"schedule.kind": '"atuo"'}, ["schedule.kind", 'did you mean "auto"?']),
-    ("recompute_unknown", {"schedule.recompute": '"selective"'}, ["schedule.recompute", '"full"']),
+    ("recompute_unknown", {"schedule.recompute": '"partial"'}, ["schedule.recompute", '"selective"']),
     ("timeout_zero", {"schedule.timeout_s": "0"}, ["schedule.timeout_s", "greater than 0"]),
     ("auto_memory_limit_negative", {"schedule.auto_memory_limit": "-2"}, ["schedule.auto_memory_limit", "at least 0"]),
     ("emulate_forward_negative", {"emulate.forward_ms": "-1"}, ["emulate.forward_ms", "at least 0"]),

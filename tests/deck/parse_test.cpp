@@ -188,6 +188,8 @@ TEST(DeckParse, EnumChoicesMapToTheirValues) {
             Recompute::full);
   EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"none\"\n").schedule.recompute,
             Recompute::none);
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"selective\"\n").schedule.recompute,
+            Recompute::selective);
   for (const char* order : {"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
     EXPECT_EQ(word_of(parse(std::string(kMinimalDeck) + "[parallel]\norder = \"" + order + "\"\n").parallel.order),
               order);

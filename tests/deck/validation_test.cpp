@@ -152,7 +152,7 @@ const BadDeckCase kBadDecks[] = {
      {"schedule", "microbatches = 3"},
      "use 2 or 4"},
     {"ScheduleAutoTypo", {}, {"schedule", "kind = \"atuo\""}, "did you mean \"auto\"?"},
-    {"RecomputeUnknown", {}, {"schedule", "recompute = \"selective\""}, "\"none\", \"full\""},
+    {"RecomputeUnknown", {}, {"schedule", "recompute = \"partial\""}, "\"none\", \"full\", \"selective\""},
     {"RecomputeTypo", {}, {"schedule", "recompute = \"ful\""}, "did you mean \"full\"?"},
     {"TimeoutZero", {}, {"schedule", "timeout_s = 0"}, "greater than 0"},
     {"TimeoutGivenAString", {}, {"schedule", "timeout_s = \"5m\""}, "must be a number greater than 0"},

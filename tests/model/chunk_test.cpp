@@ -119,7 +119,8 @@ TEST_P(ChunkedModel, ThreeStagesEqualTheWholeModel) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, ChunkedModel,
                          ::testing::Combine(::testing::Values(WeightGrads::now, WeightGrads::deferred),
-                                            ::testing::Values(Recompute::none, Recompute::full)));
+                                            ::testing::Values(Recompute::none, Recompute::full,
+                                                              Recompute::selective)));
 
 // Interleaved schedules: one rank holds two non-adjacent chunks (layers 0 and 2 of 4, like rank 0
 // of two with two virtual stages each) in one parameter store.
@@ -170,6 +171,26 @@ TEST(ChunkedModel, RecomputeStashesOnlyInputs) {
   EXPECT_EQ(kept.activation_bytes(), stash_bytes(cfg, B, 1, middle_chunk));
   EXPECT_EQ(recomputed.activation_bytes(), stash_bytes(cfg, B, 1, middle_chunk, StashContent::inputs));
   EXPECT_EQ(recomputed.activation_bytes(), hidden * sizeof(float));
+}
+
+// Selective recomputation stashes all but the attention probabilities, and rebuilds them with the
+// same kernel: loss and gradients are bit for bit those of the stashed run.
+TEST(ChunkedModel, SelectiveRecomputeDropsOnlyTheProbabilitiesAndChangesNoBit) {
+  const ModelConfig cfg = four_layers();
+  const int B = 2, BT = B * cfg.seq_len;
+  const ModelChunk whole{0, cfg.layers, true, true};
+  const IntBuffer tokens = random_tokens(BT, cfg.vocab, 11), targets = random_tokens(BT, cfg.vocab, 12);
+  Gpt kept(cfg, B, 5, no_tp(), {whole});
+  Gpt selective(cfg, B, 5, no_tp(), {whole}, Recompute::selective);
+  const double kept_loss = kept.forward(0, tokens, targets);
+  const double selective_loss = selective.forward(0, tokens, targets);
+  const std::size_t probabilities = static_cast<std::size_t>(cfg.layers) * B * cfg.heads * cfg.seq_len * cfg.seq_len;
+  EXPECT_EQ(selective.activation_bytes(), kept.activation_bytes() - probabilities * sizeof(float));
+  EXPECT_EQ(selective.activation_bytes(), stash_bytes(cfg, B, 1, whole, StashContent::without_probabilities));
+  kept.backward(0, 1.0f / BT);
+  selective.backward(0, 1.0f / BT);
+  EXPECT_EQ(selective_loss, kept_loss);
+  EXPECT_EQ(to_host(selective.params().grads), to_host(kept.params().grads));
 }
 
 }  // namespace

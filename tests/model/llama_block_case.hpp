@@ -54,13 +54,13 @@ struct BlockCase {
                    local,
                    no_tp(),
                    gemm,
-                   {dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()},
+                   {nullptr, dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()},
                    &rope,
                    1e-5f};
   LlamaBlock::Stash stash{};
   LlamaBlock::OutputGrads kept{};
   FloatBuffer stash_floats =
-      carved(stash, [&](auto& x, auto&& take) { LlamaBlock::carve(x, local, B, cfg.seq_len, C, take); });
+      carved(stash, [&](auto& x, auto&& take) { LlamaBlock::carve(x, local, B, cfg.seq_len, C, true, take); });
   FloatBuffer kept_floats = carved(kept, [&](auto& g, auto&& take) { LlamaBlock::carve(g, local, rows, C, take); });
   FloatBuffer input = random_buffer(rows * C, 1);
 

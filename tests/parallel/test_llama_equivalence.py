@@ -40,6 +40,8 @@ GRIDS = [
      ("schedule.kind=interleaved-1f1b", "schedule.virtual_stages=2", "schedule.microbatches=4"), ()),
     ("pp2 dp2 zero-1 gpipe", 1, 2, 2, ("schedule.kind=gpipe", "schedule.microbatches=2"), ("parallel.zero=1",)),
     ("tp2 pp2 recompute", 2, 2, 1, ("schedule.kind=1f1b", "schedule.microbatches=4"), ("schedule.recompute=full",)),
+    ("tp2 pp2 selective", 2, 2, 1, ("schedule.kind=1f1b", "schedule.microbatches=4"),
+     ("schedule.recompute=selective",)),
     ("tied head pp2", 1, 2, 1, ("schedule.kind=1f1b", "schedule.microbatches=4"), ("model.tie_embeddings=true",)),
 ]
 

@@ -104,6 +104,7 @@ GRID_CASES = [
     case("1f1b", 2, 4, 1, 1, 1, ('schedule.recompute="full"',)),
     case("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',), sanitized=True),
     case("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',), sanitized=True),
+    case("zb-h1", 2, 4, 1, 2, 1, ('schedule.recompute="selective"',), sanitized=True),
 ]
 
 

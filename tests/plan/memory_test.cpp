@@ -26,23 +26,27 @@ constexpr int kB = 2;
 // Per layer, by hand: ln_1 64 + 16, qkv 192, probabilities 2*2*4*4 = 64, attention output 64,
 // residual 64, ln_2 64 + 16, fc 256, gelu 256, block output 64.
 constexpr std::int64_t kLayer = 80 + 192 + 64 + 64 + 64 + 80 + 256 + 256 + 64;
-constexpr std::int64_t kEmbedding = 64;
-// ln_f 64 + 16, probabilities 8*16, losses 8, targets 8.
-constexpr std::int64_t kHeadAndLoss = 80 + 128 + 8 + 8;
+constexpr std::int64_t kProbabilities = 64;  // per layer, in kLayer
+// Every stage keeps its input B*T*C (the embedding output, or the activation received); the first
+// also its B*T token ids.
+constexpr std::int64_t kInput = 64;
+constexpr std::int64_t kTokens = 8;
+// ln_f 64 + 16, probabilities 8*16, losses 8.
+constexpr std::int64_t kHeadAndLoss = 80 + 128 + 8;
 
 TEST(Memory, LayerCountMatchesClosedForm) {
   // B*T*(16C + 4) + B*H*T^2
   EXPECT_EQ(kLayer, 8 * (16 * 8 + 4) + 2 * 2 * 16);
-  EXPECT_EQ(activation_floats_per_microbatch(tiny(), kB, 1, 1, false, false), kLayer);
+  EXPECT_EQ(activation_floats_per_microbatch(tiny(), kB, 1, 1, false, false), kInput + kLayer);
 }
 
 TEST(Memory, ActivationsPerStageMatchHandCount) {
   const ModelConfig model = tiny();
   EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true), 3648);
   EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true),
-            kEmbedding + 3 * kLayer + kHeadAndLoss);
-  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 2, true, false), kEmbedding + 2 * kLayer);
-  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 2, 1, false, true), kLayer + kHeadAndLoss);
+            kInput + kTokens + 3 * kLayer + kHeadAndLoss);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 2, true, false), kInput + kTokens + 2 * kLayer);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 2, 1, false, true), kInput + kLayer + kHeadAndLoss);
 }
 
 TEST(Memory, TensorParallelShareDividesHeadAndMlpTerms) {
@@ -50,17 +54,17 @@ TEST(Memory, TensorParallelShareDividesHeadAndMlpTerms) {
   // tp 2: ln_1 80, qkv 96, probabilities 2*1*16 = 32, attention output 32, residual 64, ln_2 80,
   // fc 128, gelu 128, block output 64.
   const std::int64_t layer = 80 + 96 + 32 + 32 + 64 + 80 + 128 + 128 + 64;
-  // ln_f 80, probabilities over 16/2 = 8 vocab rows: 64, losses 8, targets 8.
-  const std::int64_t head_and_loss = 80 + 64 + 8 + 8;
+  // ln_f 80, probabilities over 16/2 = 8 vocab rows: 64, losses 8.
+  const std::int64_t head_and_loss = 80 + 64 + 8;
   EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true, 2),
-            kEmbedding + 3 * layer + head_and_loss);
+            kInput + kTokens + 3 * layer + head_and_loss);
 }
 
 TEST(Memory, ProbabilitiesCoverThePaddedVocabShard) {
   ModelConfig model = tiny();
   model.vocab = 15;  // tp 2 pads to 16: 8 rows per rank; tp 1 keeps 15
-  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 0, false, true, 1), 80 + 8 * 15 + 16);
-  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 0, false, true, 2), 80 + 8 * 8 + 16);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 0, false, true, 1), kInput + 80 + 8 * 15 + 8);
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 0, false, true, 2), kInput + 80 + 8 * 8 + 8);
 }
 
 TEST(Memory, RejectsLayersOutsideTheModel) {
@@ -120,9 +124,9 @@ TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
   const RankMemory first = rank_memory(deck, stages, 0);
   const RankMemory last = rank_memory(deck, stages, 2);
   EXPECT_EQ(first.in_flight_microbatches, 3);
-  EXPECT_EQ(first.activation_bytes(), 3 * 4 * (kEmbedding + kLayer));
+  EXPECT_EQ(first.activation_bytes(), 3 * 4 * (kInput + kTokens + kLayer));
   EXPECT_EQ(last.in_flight_microbatches, 1);
-  EXPECT_EQ(last.activation_bytes(), 4 * (kLayer + kHeadAndLoss));
+  EXPECT_EQ(last.activation_bytes(), 4 * (kInput + kLayer + kHeadAndLoss));
   // The last stage stores the tied head's copy of wte: 16 x 8.
   EXPECT_EQ(last.weight_bytes, 4 * (block_params(deck.model) + 2 * 8 + 16 * 8));
 }
@@ -164,11 +168,11 @@ TEST(Memory, InterleavedRankHoldsAllItsChunks) {
   const auto stages = partition_layers(deck.model, deck.parallel, 2);  // one layer per virtual stage
   const RankMemory first = rank_memory(deck, stages, 0);  // virtual stages 0 and 2
   const RankMemory last = rank_memory(deck, stages, 1);   // virtual stages 1 and 3
-  EXPECT_EQ(first.activation_bytes_per_microbatch, 4 * (kEmbedding + 2 * kLayer));
-  EXPECT_EQ(last.activation_bytes_per_microbatch, 4 * (2 * kLayer + kHeadAndLoss));
+  EXPECT_EQ(first.activation_bytes_per_microbatch, 4 * (kInput + kTokens + kLayer + kInput + kLayer));
+  EXPECT_EQ(last.activation_bytes_per_microbatch, 4 * (kInput + kLayer + kInput + kLayer + kHeadAndLoss));
   EXPECT_EQ(first.weight_bytes, 4 * (16 * 8 + 4 * 8 + 2 * block_params(deck.model)));
   EXPECT_DOUBLE_EQ(first.in_flight_microbatches, 2.5);  // (2 + 2 + 1) chunks / 2
-  EXPECT_EQ(first.activation_bytes(), static_cast<std::int64_t>(2.5 * 4 * (kEmbedding + 2 * kLayer)));
+  EXPECT_EQ(first.activation_bytes(), static_cast<std::int64_t>(2.5 * 4 * (2 * kInput + kTokens + 2 * kLayer)));
 }
 
 TEST(Memory, FullRecomputeKeepsChunkInputsAndRebuildsOneChunk) {
@@ -181,10 +185,27 @@ TEST(Memory, FullRecomputeKeepsChunkInputsAndRebuildsOneChunk) {
   const auto stages = partition_layers(deck.model, deck.parallel);
   const RankMemory first = rank_memory(deck, stages, 0);
   const RankMemory middle = rank_memory(deck, stages, 1);
+  const RankMemory last = rank_memory(deck, stages, 2);
   EXPECT_EQ(first.activation_bytes_per_microbatch, 4 * 8);  // the B*T token ids
   EXPECT_EQ(middle.activation_bytes_per_microbatch, 4 * 64);  // B*T*C
-  EXPECT_EQ(first.recompute_bytes, 4 * (kEmbedding + kLayer));
-  EXPECT_EQ(first.activation_bytes(), 3 * 4 * 8 + 4 * (kEmbedding + kLayer));
+  EXPECT_EQ(last.activation_bytes_per_microbatch, 4 * (64 + 8));  // B*T*C and the B*T targets
+  EXPECT_EQ(first.recompute_bytes, 4 * (kInput + kTokens + kLayer));
+  EXPECT_EQ(first.activation_bytes(), 3 * 4 * 8 + 4 * (kInput + kTokens + kLayer));
+}
+
+TEST(Memory, SelectiveRecomputeDropsTheProbabilitiesAndRebuildsOneLayers) {
+  Deck deck;
+  deck.model = tiny();
+  deck.parallel.pp = 3;
+  deck.schedule.micro_batch_size = kB;
+  deck.schedule.microbatches = 8;
+  const auto stages = partition_layers(deck.model, deck.parallel);
+  const RankMemory kept = rank_memory(deck, stages, 0);
+  deck.schedule.recompute = Recompute::selective;
+  const RankMemory selective = rank_memory(deck, stages, 0);
+  EXPECT_EQ(selective.activation_bytes_per_microbatch, kept.activation_bytes_per_microbatch - 4 * kProbabilities);
+  EXPECT_EQ(selective.recompute_bytes, 4 * kProbabilities);
+  EXPECT_EQ(selective.activation_bytes(), 3 * 4 * (kInput + kTokens + kLayer - kProbabilities) + 4 * kProbabilities);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // `trident plan` misleads users sizing a run.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "model/activation_arena.hpp"
 #include "plan/memory.hpp"
 
@@ -33,13 +35,29 @@ TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
        .tie_embeddings = false},
   };
   for (const ModelConfig& shape : shapes) {
-    for (int micro_batch_size : {1, 3}) {
-      for (int tp : {1, 2}) {
-        const std::int64_t planned_floats =
-            activation_floats_per_microbatch(shape, micro_batch_size, /*first_layer=*/0, shape.layers,
-                                             /*first_stage=*/true, /*last_stage=*/true, tp);
-        EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp), static_cast<std::size_t>(planned_floats) * 4)
-            << "L=" << shape.layers << " C=" << shape.d_model << " B=" << micro_batch_size << " tp=" << tp;
+    const int L = shape.layers;
+    // The whole model, a first, a middle and a last pipeline stage.
+    const ModelChunk chunks[] = {{0, L, true, true}, {0, 1, true, false}, {1, L - 2, false, false}, {L - 1, 1, false, true}};
+    for (const ModelChunk& chunk : chunks) {
+      for (int micro_batch_size : {1, 3}) {
+        for (int tp : {1, 2}) {
+          const std::string where = "L=" + std::to_string(L) + " C=" + std::to_string(shape.d_model) + " chunk [" +
+                                    std::to_string(chunk.first_layer) + ", +" + std::to_string(chunk.num_layers) +
+                                    ") B=" + std::to_string(micro_batch_size) + " tp=" + std::to_string(tp);
+          for (const bool selective : {false, true}) {
+            const std::int64_t planned_floats =
+                activation_floats_per_microbatch(shape, micro_batch_size, chunk.first_layer, chunk.num_layers,
+                                                 chunk.embedding, chunk.head, tp, /*keep_probabilities=*/!selective);
+            const StashContent content = selective ? StashContent::without_probabilities : StashContent::all;
+            EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, content),
+                      static_cast<std::size_t>(planned_floats) * 4)
+                << where << (selective ? " selective" : "");
+          }
+          EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, StashContent::inputs),
+                    4 * static_cast<std::size_t>(recompute_floats_per_microbatch(shape, micro_batch_size,
+                                                                                 chunk.embedding, chunk.head)))
+              << where << " recompute full";
+        }
       }
     }
   }

@@ -15,6 +15,8 @@ KIND_COLOURS = {
     "SEND": "#e15759",
     "RECV": "#f28e2b",
     "ALLREDUCE_TP": "#d37295",
+    "ALLGATHER_TP": "#fabfd2",
+    "REDUCE_SCATTER_TP": "#9d4d6b",
     "ALLREDUCE_DP": "#7b4ea3",
     "ALLREDUCE_EMB": "#b07aa1",
     "OPTIMIZER": "#606060",
@@ -23,7 +25,8 @@ OTHER_COLOUR = "#9c9c9c"
 IDLE_COLOUR = "#ececec"
 KIND_LABELS = {
     "F": "F forward", "B": "B backward", "I": "I input grad", "W": "W weight grad",
-    "SEND": "SEND wait", "RECV": "RECV wait", "ALLREDUCE_TP": "all-reduce TP", "ALLREDUCE_DP": "all-reduce DP",
+    "SEND": "SEND wait", "RECV": "RECV wait", "ALLREDUCE_TP": "all-reduce TP",
+    "ALLGATHER_TP": "all-gather TP", "REDUCE_SCATTER_TP": "reduce-scatter TP", "ALLREDUCE_DP": "all-reduce DP",
     "ALLREDUCE_EMB": "all-reduce tied wte", "OPTIMIZER": "optimizer",
 }
 

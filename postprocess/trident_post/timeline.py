@@ -13,7 +13,8 @@ ROOT_ATTRIBUTES = ("p", "m", "tp", "pp", "dp")
 
 COMPUTE_KINDS = ("F", "B", "I", "W")
 P2P_KINDS = ("SEND", "RECV")
-TP_COLLECTIVE_KINDS = ("ALLREDUCE_TP",)
+# One event per kind and action: how long the action was blocked in them, from the first call.
+TP_COLLECTIVE_KINDS = ("ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP")
 DP_COLLECTIVE_KINDS = ("ALLREDUCE_DP", "ALLREDUCE_EMB")
 OPTIMIZER_KINDS = ("OPTIMIZER",)
 # Waits that the schedule could not hide behind compute (a rank records them only while it waits).

@@ -1,7 +1,8 @@
 """`trident-post trace RUN -o trace.json`: the timeline as Chrome trace event JSON, which Perfetto
 (https://ui.perfetto.dev) and chrome://tracing open. One process per rank (pid = rank, named with
 its tp/pp/dp coordinates and sorted by pipeline stage), one thread per stream so that no two events
-overlap on a track: compute (F, B, I, W), pipeline p2p (SEND, RECV), TP collectives (ALLREDUCE_TP),
+overlap on a track: compute (F, B, I, W), pipeline p2p (SEND, RECV), TP collectives (ALLREDUCE_TP,
+ALLGATHER_TP, REDUCE_SCATTER_TP),
 DP collectives (ALLREDUCE_DP, ALLREDUCE_EMB), optimizer. Every event is a complete event (ph "X")
 with ts and dur in microseconds; ts counts from the earliest event written."""
 import json

@@ -5,31 +5,44 @@
 
 namespace trident {
 
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 namespace {
 
-// Runs `call`, adding its duration to `total`.
+// Runs `call`, adding its duration to `total` (and to `tally`'s blocked time when given).
 template <class Call>
-auto add_duration(double& total, Call&& call) {
+auto add_duration(double& total, CollectiveTally* tally, Call&& call) {
   struct Stopwatch {
     double& total;
-    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    ~Stopwatch() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
-  } stopwatch{total};
+    CollectiveTally* tally;
+    double start = steady_seconds();
+    ~Stopwatch() {
+      const double seconds = steady_seconds() - start;
+      total += seconds;
+      if (tally) tally->blocked_seconds += seconds;
+    }
+  } stopwatch{total, tally};
   return call();
 }
 
 class TimedRequest final : public CommRequest {
  public:
-  TimedRequest(CommRequestPtr inner, double& total) : inner_(std::move(inner)), total_(total) {}
+  TimedRequest(CommRequestPtr inner, double& total, CollectiveTally* tally)
+      : inner_(std::move(inner)), total_(total), tally_(tally) {}
   void wait() override {
-    add_duration(total_, [&] { inner_->wait(); });
+    add_duration(total_, tally_, [&] { inner_->wait(); });
   }
   bool test() override { return inner_->test(); }
 
  private:
   CommRequestPtr inner_;
   double& total_;
+  CollectiveTally* tally_;  // the owner's tally: the request is waited on before it is taken
 };
+
+constexpr std::size_t kFloat = sizeof(float);
 
 }  // namespace
 
@@ -37,36 +50,51 @@ TimedComm::TimedComm(std::unique_ptr<Comm> inner) : inner_(std::move(inner)) {}
 
 double TimedComm::take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
 
-CommRequestPtr TimedComm::timed(CommRequestPtr request) {
-  return std::make_unique<TimedRequest>(std::move(request), blocked_seconds_);
+CollectiveTallies TimedComm::take_collectives() { return std::exchange(collectives_, CollectiveTallies{}); }
+
+CollectiveTally& TimedComm::called(Collective kind, std::size_t bytes) {
+  CollectiveTally& tally = collectives_[static_cast<int>(kind)];
+  if (tally.calls++ == 0) tally.first_call = steady_seconds();
+  tally.bytes += static_cast<std::int64_t>(bytes);
+  return tally;
+}
+
+CommRequestPtr TimedComm::timed(CommRequestPtr request, CollectiveTally* tally) {
+  return std::make_unique<TimedRequest>(std::move(request), blocked_seconds_, tally);
 }
 
 void TimedComm::all_reduce_sum(float* data, std::size_t count) {
-  add_duration(blocked_seconds_, [&] { inner_->all_reduce_sum(data, count); });
+  CollectiveTally& tally = called(Collective::all_reduce, count * kFloat);
+  add_duration(blocked_seconds_, &tally, [&] { inner_->all_reduce_sum(data, count); });
 }
 
 double TimedComm::all_reduce_sum(double value) {
-  return add_duration(blocked_seconds_, [&] { return inner_->all_reduce_sum(value); });
+  CollectiveTally& tally = called(Collective::all_reduce, sizeof(double));
+  return add_duration(blocked_seconds_, &tally, [&] { return inner_->all_reduce_sum(value); });
 }
 
 CommRequestPtr TimedComm::all_reduce_sum_async(float* data, std::size_t count) {
-  return timed(inner_->all_reduce_sum_async(data, count));
+  CollectiveTally& tally = called(Collective::all_reduce, count * kFloat);
+  return timed(inner_->all_reduce_sum_async(data, count), &tally);
 }
 
 void TimedComm::all_gather(const float* send, float* recv, std::size_t count) {
-  add_duration(blocked_seconds_, [&] { inner_->all_gather(send, recv, count); });
+  CollectiveTally& tally = called(Collective::all_gather, count * size() * kFloat);
+  add_duration(blocked_seconds_, &tally, [&] { inner_->all_gather(send, recv, count); });
 }
 
 void TimedComm::reduce_scatter_sum(const float* send, float* recv, std::size_t count) {
-  add_duration(blocked_seconds_, [&] { inner_->reduce_scatter_sum(send, recv, count); });
+  CollectiveTally& tally = called(Collective::reduce_scatter, count * size() * kFloat);
+  add_duration(blocked_seconds_, &tally, [&] { inner_->reduce_scatter_sum(send, recv, count); });
 }
 
 CommRequestPtr TimedComm::reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) {
-  return timed(inner_->reduce_scatter_sum_async(send, recv, count));
+  CollectiveTally& tally = called(Collective::reduce_scatter, count * size() * kFloat);
+  return timed(inner_->reduce_scatter_sum_async(send, recv, count), &tally);
 }
 
 void TimedComm::broadcast(float* data, std::size_t count, int root) {
-  add_duration(blocked_seconds_, [&] { inner_->broadcast(data, count, root); });
+  add_duration(blocked_seconds_, nullptr, [&] { inner_->broadcast(data, count, root); });
 }
 
 CommRequestPtr TimedComm::send_async(const float* data, std::size_t count, int peer, int tag) {

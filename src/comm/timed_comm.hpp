@@ -1,14 +1,34 @@
 // A Comm that counts the time its caller spends blocked in communication: inside blocking
 // collectives and in wait() on requests it returned. That is the communication the caller did not
-// hide behind compute (the timeline's tp_comm_s). Everything is forwarded unchanged to the
-// wrapped Comm.
+// hide behind compute (the timeline's tp_comm_s). It also tallies each kind of collective (the
+// timeline's ALLREDUCE_TP, ALLGATHER_TP and REDUCE_SCATTER_TP events, one per kind and pipeline
+// action). Everything is forwarded unchanged to the wrapped Comm.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 
 #include "comm/comm.hpp"
 
 namespace trident {
+
+enum class Collective { all_reduce, all_gather, reduce_scatter };
+inline constexpr int kCollectiveKinds = 3;
+
+// One kind of collective since the last take_collectives(): how many were called, the bytes of
+// their whole buffers (an all-reduce's, the all-gather's result, the reduce-scatter's input), when
+// the first was called and how long the caller was blocked in them (seconds on steady_clock).
+struct CollectiveTally {
+  int calls = 0;
+  std::int64_t bytes = 0;
+  double first_call = 0.0;
+  double blocked_seconds = 0.0;
+};
+using CollectiveTallies = std::array<CollectiveTally, kCollectiveKinds>;  // indexed by Collective
+
+// steady_clock's reading in seconds: the time axis of CollectiveTally.
+double steady_seconds();
 
 class TimedComm final : public Comm {
  public:
@@ -16,6 +36,8 @@ class TimedComm final : public Comm {
 
   // Seconds spent blocked since the last call (or construction); starts the count again.
   double take_blocked_seconds();
+  // The collectives since the last call (or construction); starts the tallies again.
+  CollectiveTallies take_collectives();
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -30,10 +52,13 @@ class TimedComm final : public Comm {
   CommRequestPtr recv_async(float* data, std::size_t count, int peer, int tag) override;
 
  private:
-  CommRequestPtr timed(CommRequestPtr request);
+  CommRequestPtr timed(CommRequestPtr request, CollectiveTally* tally = nullptr);
+  // The tally of `kind`, with one call of `bytes` added.
+  CollectiveTally& called(Collective kind, std::size_t bytes);
 
   std::unique_ptr<Comm> inner_;
   double blocked_seconds_ = 0.0;
+  CollectiveTallies collectives_{};
 };
 
 }  // namespace trident

@@ -8,19 +8,22 @@
 namespace trident {
 
 enum class EventKind : std::uint8_t {
-  forward,      // F
-  backward,     // B
-  input_grad,   // I
-  weight_grad,  // W
-  send,         // SEND: waiting for a pipeline send to complete
-  recv,         // RECV: waiting for a pipeline message to arrive
-  allreduce_tp,
+  forward,              // F
+  backward,             // B
+  input_grad,           // I
+  weight_grad,          // W
+  send,                 // SEND: waiting for a pipeline send to complete
+  recv,                 // RECV: waiting for a pipeline message to arrive
+  allreduce_tp,         // tensor-parallel collectives of one action, one event per kind (merged:
+  allgather_tp,         // from the first call, as long as the action was blocked in them; bytes:
+  reduce_scatter_tp,    // their buffers' total)
   allreduce_dp,         // data-parallel gradient reduction not hidden behind backward
   allreduce_embedding,  // tied wte gradients summed over the first and last stage
   optimizer,
 };
 
-// "F", "B", "I", "W", "SEND", "RECV", "ALLREDUCE_TP", "ALLREDUCE_DP", "ALLREDUCE_EMB", "OPTIMIZER".
+// "F", "B", "I", "W", "SEND", "RECV", "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP",
+// "ALLREDUCE_DP", "ALLREDUCE_EMB", "OPTIMIZER".
 const char* event_kind_name(EventKind kind);
 
 // True for F, B, I and W: the busy time the bubble is measured against.

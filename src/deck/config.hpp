@@ -47,6 +47,9 @@ struct ParallelConfig {
   // the last stage (deck: stage_layers = "balanced").
   std::vector<int> stage_layers;
   bool stage_layers_balanced = false;
+  // Megatron's sequence parallelism: the residual stream (norms, residual adds) holds B·T/tp rows
+  // per TP rank, with all-gather / reduce-scatter at the tensor-parallel region's borders.
+  bool sequence_parallel = false;
   int zero = 0;                    // 1 = ZeRO-1: AdamW state sharded across the dp group
   double bucket_mb = 25.0;         // data-parallel gradient all-reduce bucket size (MiB)
 

@@ -82,10 +82,31 @@ void check_tensor_split(const Deck& deck, const KeyLocations& where) {
   }
 }
 
+// Sequence parallelism splits each micro-batch's rows evenly over the TP group.
+void check_sequence_split(const Deck& deck, const KeyLocations& where) {
+  const int tp = deck.parallel.tp, seq_len = deck.model.seq_len;
+  if (!deck.parallel.sequence_parallel) return;
+  if (tp == 1)
+    where.fail("parallel.sequence_parallel",
+               "parallel.sequence_parallel = true needs parallel.tp > 1 (it shards the sequence over the tensor-"
+               "parallel ranks); set tp to 2 or more, or sequence_parallel = false");
+  if (seq_len % tp != 0) {
+    std::vector<int> valid;
+    for (int d : divisors(seq_len))
+      if (d > 1) valid.push_back(d);
+    where.fail("parallel.sequence_parallel",
+               "parallel.sequence_parallel = true needs model.seq_len = " + std::to_string(seq_len) +
+                   " to be a multiple of parallel.tp = " + std::to_string(tp) +
+                   " (each TP rank holds seq_len / tp positions); tp dividing seq_len: " + join_ints(valid) +
+                   ", or set sequence_parallel = false");
+  }
+}
+
 void check_parallel(const Deck& deck, const KeyLocations& where) {
   const ParallelConfig& parallel = deck.parallel;
   const int layers = deck.model.layers;
   check_tensor_split(deck, where);
+  check_sequence_split(deck, where);
   const int virtual_stages = deck.schedule.virtual_stages;
   const std::int64_t chunks = std::int64_t{parallel.pp} * virtual_stages;
   if (chunks > layers) {

@@ -227,6 +227,7 @@ const std::vector<KeySpec>& deck_keys() {
       integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
       choice("parallel", "order", &Deck::parallel, &ParallelConfig::order),
       stage_layers(),
+      boolean("parallel", "sequence_parallel", &Deck::parallel, &ParallelConfig::sequence_parallel),
       integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
       real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
 

@@ -13,6 +13,10 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::send: return "SEND";
     case EventKind::recv: return "RECV";
     case EventKind::allreduce_tp: return "ALLREDUCE_TP";
+    case EventKind::allgather_tp:
+      return "ALLGATHER_TP";
+    case EventKind::reduce_scatter_tp:
+      return "REDUCE_SCATTER_TP";
     case EventKind::allreduce_dp: return "ALLREDUCE_DP";
     case EventKind::allreduce_embedding: return "ALLREDUCE_EMB";
     case EventKind::optimizer: return "OPTIMIZER";

@@ -106,7 +106,7 @@ Hdf5Handle open_group(hid_t file, const char* name, const std::string& path) {
   return Hdf5Handle(checked(H5Gopen2(file, name, H5P_DEFAULT), path, std::string("open group /") + name), H5Gclose);
 }
 
-// Fixed-length, null-padded ASCII: h5py reads it as a numpy 'S16' array (bytes), which .asstr()
+// Fixed-length, null-padded ASCII: h5py reads it as a numpy 'S24' array (bytes), which .asstr()
 // or numpy's == b"F" handle without per-element Python objects.
 Hdf5Handle make_kind_type(const std::string& path) {
   Hdf5Handle type(checked(H5Tcopy(H5T_C_S1), path, "copy string type"), H5Tclose);

@@ -51,7 +51,7 @@ struct StepRecord {
 };
 
 // One /events row: an event and who recorded it when. The /events datasets are rank, tp, pp, dp,
-// step (int32), kind (16-byte null-padded ASCII string, event_kind_name), microbatch, chunk
+// step (int32), kind (24-byte null-padded ASCII string, event_kind_name), microbatch, chunk
 // (int32), t_start, t_end (float64 seconds on the run's common clock) and bytes (int64).
 struct EventRow {
   std::int32_t rank = 0;  // world rank
@@ -65,7 +65,7 @@ struct EventRow {
 class TimelineWriter {
  public:
   // Width of the fixed-length /events/kind strings (the longest name, ALLREDUCE_EMB, has 13).
-  static constexpr std::size_t kKindBytes = 16;
+  static constexpr std::size_t kKindBytes = 24;
   // Pending events written without waiting for flush() once this many have accumulated: bounds
   // the memory held between checkpoints (about 4 MiB) while keeping writes large.
   static constexpr std::size_t kMaxPendingEvents = std::size_t{1} << 16;

@@ -16,5 +16,8 @@ void copy_unmanaged(T* dst, const T* src, std::size_t n) {
 
 void copy_floats(float* dst, const float* src, std::size_t n) { copy_unmanaged(dst, src, n); }
 void copy_ints(int* dst, const int* src, std::size_t n) { copy_unmanaged(dst, src, n); }
+void zero_floats(float* dst, std::size_t n) {
+  Kokkos::deep_copy(Kokkos::View<float*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dst, n), 0.0f);
+}
 
 }  // namespace trident

@@ -1,4 +1,4 @@
-// Device-to-device copies between raw buffers (pipeline messages, stashed inputs).
+// Device-to-device copies between raw buffers (pipeline messages, stashed inputs), and zeroing one.
 #pragma once
 
 #include <cstddef>
@@ -7,5 +7,6 @@ namespace trident {
 
 void copy_floats(float* dst, const float* src, std::size_t n);
 void copy_ints(int* dst, const int* src, std::size_t n);
+void zero_floats(float* dst, std::size_t n);
 
 }  // namespace trident

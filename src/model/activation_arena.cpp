@@ -14,10 +14,15 @@ namespace {
 // base it only counts, so the size and the layout come from the same list.
 template <class Block>
 std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const ModelChunk& chunk,
-                  StashContent content, Activations<Block>& a) {
-  const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
+                  StashContent content, bool sequence_parallel, Activations<Block>& a) {
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
-  const std::size_t V = local.vocab_rows;
+  const StashShape shape{TpShape(cfg, 0, tp_size),  // every TP rank stashes the same amount
+                         static_cast<std::size_t>(B),
+                         T,
+                         C,
+                         sequence_parallel ? BT / tp_size : BT,
+                         content != StashContent::without_probabilities};
+  const std::size_t V = shape.local.vocab_rows, R = shape.stream_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {
     float* p = base ? base + used : nullptr;
@@ -25,15 +30,14 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
     return p;
   };
   // Under full recomputation the embedding chunk keeps its token ids only.
-  a.encoded = content == StashContent::inputs && chunk.embedding ? nullptr : take(BT * C);
+  a.encoded = content == StashContent::inputs && chunk.embedding ? nullptr : take(R * C);
   if (content == StashContent::inputs) return used;
   a.layers.resize(chunk.num_layers);
-  const bool keep_probabilities = content != StashContent::without_probabilities;
-  for (typename Block::Stash& layer : a.layers) Block::carve(layer, local, B, T, C, keep_probabilities, take);
+  for (typename Block::Stash& layer : a.layers) Block::carve(layer, shape, take);
   if (!chunk.head) return used;
-  a.final_norm = take(BT * C);
-  a.final_norm_mean = Block::kLayerNorm ? take(BT) : nullptr;
-  a.final_norm_rstd = take(BT);
+  a.final_norm = take(R * C);
+  a.final_norm_mean = Block::kLayerNorm ? take(R) : nullptr;
+  a.final_norm_rstd = take(R);
   a.probs = take(BT * V);
   a.losses = take(BT);
   return used;
@@ -41,9 +45,9 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
 
 template <class Block>
 std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                         StashContent content) {
+                         StashContent content, bool sequence_parallel) {
   Activations<Block> layout;
-  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, layout);
+  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, layout);
 }
 
 // Token ids kept with the floats: the inputs of the embedding chunk, and under recomputation the
@@ -57,10 +61,11 @@ std::size_t stashed_ids(const ModelConfig& cfg, int micro_batch_size, const Mode
 }  // namespace
 
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                        StashContent content) {
-  const std::size_t floats = cfg.family == ModelFamily::llama
-                                 ? stash_floats<LlamaBlock>(cfg, micro_batch_size, tp_size, chunk, content)
-                                 : stash_floats<Gpt2Block>(cfg, micro_batch_size, tp_size, chunk, content);
+                        StashContent content, bool sequence_parallel) {
+  const std::size_t floats =
+      cfg.family == ModelFamily::llama
+          ? stash_floats<LlamaBlock>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel)
+          : stash_floats<Gpt2Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel);
   return floats * sizeof(float) + stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
 }
 
@@ -70,21 +75,23 @@ std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_siz
 
 template <class Block>
 ActivationArena<Block>::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size,
-                                        const ModelChunk& chunk, StashContent content, ActivationMemory* memory)
+                                        const ModelChunk& chunk, StashContent content, ActivationMemory* memory,
+                                        bool sequence_parallel)
     : cfg_(cfg),
       micro_batch_size_(micro_batch_size),
       tp_size_(tp_size),
       chunk_(chunk),
       content_(content),
       memory_(memory),
-      slot_floats_(stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content)),
-      slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size, chunk, content)) {}
+      sequence_parallel_(sequence_parallel),
+      slot_floats_(stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel)),
+      slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel)) {}
 
 template <class Block>
 typename ActivationArena<Block>::Slot ActivationArena<Block>::make_slot() const {
   Slot slot;
   slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
-  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, slot.activations);
+  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, sequence_parallel_, slot.activations);
   const std::size_t tokens = static_cast<std::size_t>(micro_batch_size_) * cfg_.seq_len;
   if (chunk_.embedding) slot.activations.tokens = IntBuffer("activation_tokens", tokens);
   if (content_ == StashContent::inputs && chunk_.head) slot.activations.targets = IntBuffer("activation_targets", tokens);

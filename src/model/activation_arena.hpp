@@ -28,11 +28,12 @@ namespace trident {
 
 template <class Block>
 struct Activations {
-  float* encoded;  // [B, T, C] the chunk's input: token (+ position) embedding, or the previous chunk's output
+  // R: the residual stream's rows, B·T (or B·T/tp under sequence parallelism).
+  float* encoded;  // [R, C] the chunk's input: token (+ position) embedding, or the previous chunk's output
   std::vector<typename Block::Stash> layers;  // the chunk's blocks, in order
-  float* final_norm;                          // [B, T, C]   (head chunk only, like the four below)
-  float* final_norm_mean;                     // [B, T]      LayerNorm families only
-  float* final_norm_rstd;                     // [B, T]
+  float* final_norm;                          // [R, C]   (head chunk only, like the four below)
+  float* final_norm_mean;                     // [R]      LayerNorm families only
+  float* final_norm_rstd;                     // [R]
   float* probs;     // [B, T, ⌈V/tp⌉] this TP rank's logits, then softmax − onehot(target)
                     // (see kernels/cross_entropy.hpp); padding columns are never written
   float* losses;    // [B, T]
@@ -45,10 +46,10 @@ struct Activations {
 enum class StashContent { all, inputs, without_probabilities };
 
 // Bytes of one micro-batch's stash of `chunk` (default: the whole model) on each rank of a TP
-// group of tp_size.
+// group of tp_size (with sequence_parallel: the stream's tensors hold 1/tp_size of the rows).
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size = 1);
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                        StashContent content = StashContent::all);
+                        StashContent content = StashContent::all, bool sequence_parallel = false);
 
 // Activation bytes held by all the arenas of one rank, and their high-water mark. `resident`
 // counts what the rank holds for its whole life on top (selective recomputation's buffer for one
@@ -64,7 +65,8 @@ class ActivationArena {
  public:
   // `memory` (optional) is shared by the arenas of one rank so that their total peak is known.
   ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                  StashContent content = StashContent::all, ActivationMemory* memory = nullptr);
+                  StashContent content = StashContent::all, ActivationMemory* memory = nullptr,
+                  bool sequence_parallel = false);
   ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size)
       : ActivationArena(cfg, micro_batch_size, tp_size, whole_model(cfg)) {}
 
@@ -95,6 +97,7 @@ class ActivationArena {
   ModelChunk chunk_;
   StashContent content_;
   ActivationMemory* memory_;
+  bool sequence_parallel_;
   std::size_t slot_floats_;
   std::size_t slot_bytes_;
   std::deque<Slot> slots_;  // a deque keeps references to slots valid as it grows

@@ -11,6 +11,7 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/encoder.hpp"
 #include "kernels/layernorm.hpp"
+#include "kernels/residual.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/tied_head.hpp"
 #include "model/activation_arena.hpp"
@@ -82,8 +83,15 @@ FloatBuffer uninitialised(const char* name, std::size_t n) {
 
 // Activation gradients of one backward pass (micro-batches run backward one at a time).
 struct Workspace {
-  Workspace(const ModelConfig& cfg, const TpShape& local, int B, bool up_projection, bool shared_probabilities)
+  Workspace(const ModelConfig& cfg, const TpShape& local, int B, bool up_projection, bool shared_probabilities,
+            int sequence_shards)
       : att(shared_probabilities ? uninitialised("att", probabilities(cfg, local, B)) : FloatBuffer()),
+        gathered(sequence_shards > 1 ? uninitialised("gathered", rows(cfg, B) * cfg.d_model) : FloatBuffer()),
+        dgathered(sequence_shards > 1 ? uninitialised("dgathered", rows(cfg, B) * cfg.d_model) : FloatBuffer()),
+        dln_local(sequence_shards > 1 ? uninitialised("dln_local", rows(cfg, B) / sequence_shards * cfg.d_model)
+                                      : FloatBuffer()),
+        norm_grads(sequence_shards > 1 ? uninitialised("norm_grads", 2 * kMostNormTensors * cfg.d_model)
+                                       : FloatBuffer()),
         dresidual(uninitialised("dresidual", rows(cfg, B) * cfg.d_model)),
         dln(uninitialised("dln", rows(cfg, B) * cfg.d_model)),
         datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
@@ -96,10 +104,15 @@ struct Workspace {
     return static_cast<std::size_t>(B) * local.heads * cfg.seq_len * cfg.seq_len;
   }
   BackwardScratch scratch() const {
-    return {att.data(), dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()};
+    return {att.data(),  dln.data(), datty.data(),    datt.data(),      dfch.data(),
+            dqkv.data(), dup.data(), gathered.data(), dgathered.data(), dln_local.data()};
   }
 
   FloatBuffer att;        // selective recomputation: the attention probabilities of the layer at work
+  FloatBuffer gathered, dgathered, dln_local;  // sequence parallelism: BackwardScratch's
+  // Sequence parallelism: the norms' gradients set aside, then one micro-batch's contribution.
+  static constexpr std::size_t kMostNormTensors = 4;
+  FloatBuffer norm_grads;
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
   FloatBuffer dln, datty, dqkv, datt, dfch, dup;
 };
@@ -117,12 +130,14 @@ struct DeferredWeightGrads {
 template <class Block>
 struct ChunkState {
   ChunkState(const ModelConfig& cfg, int B, int tp_size, const ModelChunk& spec, Recompute recompute,
-             ActivationMemory& memory)
+             bool sequence_parallel, ActivationMemory& memory)
       : spec(spec),
         stash(cfg, B, tp_size, spec,
-              recompute == Recompute::selective ? StashContent::without_probabilities : StashContent::all, &memory) {
+              recompute == Recompute::selective ? StashContent::without_probabilities : StashContent::all, &memory,
+              sequence_parallel) {
     if (recompute == Recompute::full)
-      inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory);
+      inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory,
+                                                        sequence_parallel);
   }
   ModelChunk spec;
   ActivationArena<Block> stash;
@@ -175,12 +190,12 @@ class FamilyModel final : public Gpt::Impl {
   using GradsReadyFn = Gpt::GradsReadyFn;
 
   FamilyModel(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs,
-              Recompute recompute, MatmulPrecision precision)
+              Recompute recompute, MatmulPrecision precision, bool sequence_parallel)
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
         gemm_(precision),
         rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
         ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size, !Block::kLayerNorm,
-            recompute == Recompute::selective),
+            recompute == Recompute::selective, sequence_parallel ? tp.size() : 1),
         ctx_{micro_batch_size,
              cfg.seq_len,
              cfg.d_model,
@@ -189,10 +204,11 @@ class FamilyModel final : public Gpt::Impl {
              gemm_,
              ws_.scratch(),
              rope_.get(),
-             static_cast<float>(cfg.norm_eps)},
+             static_cast<float>(cfg.norm_eps),
+             sequence_parallel},
         loss_(micro_batch_size * cfg.seq_len, ctx_.local, tp) {
     for (const ModelChunk& spec : specs)
-      chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, memory));
+      chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, sequence_parallel, memory));
     memory.resident = ws_.att.extent(0) * sizeof(float);
   }
 
@@ -226,6 +242,8 @@ class FamilyModel final : public Gpt::Impl {
   Deferred& defer_weight_grads(Chunk& c, int microbatch, float loss_scale);
   void release(Chunk& c, int microbatch);
   void report_ready(const GradsReadyFn& grads_ready, const std::string& first, const std::string& last) const;
+  template <class Run>
+  void with_norm_grads_summed_over_tp(const std::vector<float*>& norm_grads, Run&& run);
 
   GemmContext gemm_;
   std::unique_ptr<RopeTable> rope_;  // rotary families only
@@ -248,13 +266,14 @@ double FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const 
 }
 
 // Token (and position) embedding: each token's row of the embedding is on one TP rank, so the
-// ranks' partial embeddings are summed.
+// ranks' partial embeddings are summed (into this rank's rows under sequence parallelism).
 template <class Family>
 void FamilyModel<Family>::embedding_forward(Stash& a) {
   const TpShape& local = ctx_.local;
-  encoder_forward(a.encoded, a.tokens.data(), weights_->embedding, local.vocab_first, local.vocab_rows,
+  float* partial = ctx_.partial_rows(a.encoded, ctx_.scratch.gathered);
+  encoder_forward(partial, a.tokens.data(), weights_->embedding, local.vocab_first, local.vocab_rows,
                   ctx_.once(weights_->positions), B, ctx_.T, ctx_.C);
-  ctx_.tp.all_reduce_sum(a.encoded, ctx_.hidden_floats());
+  ctx_.sum_rows(partial, a.encoded);
 }
 
 // The embedding's gradient from ws_.dresidual. A tied embedding is reported by the caller once its
@@ -262,8 +281,9 @@ void FamilyModel<Family>::embedding_forward(Stash& a) {
 template <class Family>
 void FamilyModel<Family>::embedding_backward(const Stash& a, bool now, const GradsReadyFn& grads_ready) {
   const TpShape& local = ctx_.local;
-  encoder_backward(grads_->embedding, grads_->positions, ws_.dresidual.data(), a.tokens.data(), local.vocab_first,
-                   local.vocab_rows, B, ctx_.T, ctx_.C);
+  const float* dencoded = ctx_.gather_rows(ws_.dresidual.data(), ctx_.scratch.dgathered);
+  encoder_backward(grads_->embedding, grads_->positions, dencoded, a.tokens.data(), local.vocab_first, local.vocab_rows,
+                   B, ctx_.T, ctx_.C);
   if (!now) return;
   if (Family::positions) report_ready(grads_ready, Family::positions, Family::positions);
   if (!cfg.tie_embeddings) report_ready(grads_ready, Family::embedding, Family::embedding);
@@ -273,13 +293,14 @@ void FamilyModel<Family>::embedding_backward(const Stash& a, bool now, const Gra
 // vocab-parallel loss.
 template <class Family>
 double FamilyModel<Family>::head_forward(Stash& a, const float* input, const int* targets) {
-  const int BT = ctx_.rows(), C = ctx_.C;
+  const int BT = ctx_.rows(), R = ctx_.local_rows(), C = ctx_.C;
   if constexpr (Block::kLayerNorm)
     layernorm_forward(a.final_norm, a.final_norm_mean, a.final_norm_rstd, input, weights_->final_norm,
-                      weights_->final_norm_bias, BT, C);
+                      weights_->final_norm_bias, R, C);
   else
-    rmsnorm_forward(a.final_norm, a.final_norm_rstd, input, weights_->final_norm, ctx_.norm_eps, BT, C);
-  tied_head_forward(gemm_, a.probs, a.final_norm, weights_->head, BT, C, ctx_.local.vocab_real, ctx_.local.vocab_rows);
+    rmsnorm_forward(a.final_norm, a.final_norm_rstd, input, weights_->final_norm, ctx_.norm_eps, R, C);
+  tied_head_forward(gemm_, a.probs, ctx_.gather_rows(a.final_norm, ctx_.scratch.gathered), weights_->head, BT, C,
+                    ctx_.local.vocab_real, ctx_.local.vocab_rows);
   return loss_(a.probs, a.losses, targets);
 }
 
@@ -288,26 +309,27 @@ double FamilyModel<Family>::head_forward(Stash& a, const float* input, const int
 // this rank's vocabulary share: it is summed over TP while the head's weight gradient runs.
 template <class Family>
 void FamilyModel<Family>::head_backward(const Stash& a, const float* input, float loss_scale, WeightGrads when) {
-  const int BT = ctx_.rows(), C = ctx_.C;
+  const int BT = ctx_.rows(), R = ctx_.local_rows(), C = ctx_.C;
   float* dln = ws_.dln.data();
+  float* dln_sum = ctx_.partial_rows(dln, ctx_.scratch.dln_local);
   tied_head_backward_input(gemm_, dln, a.probs, weights_->head, loss_scale, BT, C, ctx_.local.vocab_real,
                            ctx_.local.vocab_rows);
-  const CommRequestPtr reduce = ctx_.tp.all_reduce_sum_async(dln, ctx_.hidden_floats());
+  const CommRequestPtr reduce = ctx_.sum_rows_async(dln, dln_sum);
   if (when == WeightGrads::now) head_weight_grad(a, loss_scale);
   reduce->wait();
   Kokkos::deep_copy(ws_.dresidual, 0.0f);
   if constexpr (Block::kLayerNorm)
-    layernorm_backward(ws_.dresidual.data(), grads_->final_norm, grads_->final_norm_bias, dln, input, a.final_norm_mean,
-                       a.final_norm_rstd, weights_->final_norm, BT, C);
+    layernorm_backward(ws_.dresidual.data(), grads_->final_norm, grads_->final_norm_bias, dln_sum, input,
+                       a.final_norm_mean, a.final_norm_rstd, weights_->final_norm, R, C);
   else
-    rmsnorm_backward(ws_.dresidual.data(), grads_->final_norm, dln, input, a.final_norm_rstd, weights_->final_norm, BT,
-                     C);
+    rmsnorm_backward(ws_.dresidual.data(), grads_->final_norm, dln_sum, input, a.final_norm_rstd, weights_->final_norm,
+                     R, C);
 }
 
 template <class Family>
 void FamilyModel<Family>::head_weight_grad(const Stash& a, float loss_scale) {
-  tied_head_backward_weight(gemm_, grads_->head, a.probs, a.final_norm, loss_scale, ctx_.rows(), ctx_.C,
-                            ctx_.local.vocab_real, ctx_.local.vocab_rows);
+  tied_head_backward_weight(gemm_, grads_->head, a.probs, ctx_.gather_rows(a.final_norm, ctx_.scratch.gathered),
+                            loss_scale, ctx_.rows(), ctx_.C, ctx_.local.vocab_real, ctx_.local.vocab_rows);
 }
 
 // The final norm (and the untied head) as final; a tied head's gradient waits for the caller's sum.
@@ -316,6 +338,27 @@ void FamilyModel<Family>::report_head(const GradsReadyFn& grads_ready) const {
   const char* last =
       cfg.tie_embeddings ? (Family::final_norm_bias ? Family::final_norm_bias : Family::final_norm) : kUntiedHead;
   report_ready(grads_ready, Family::final_norm, last);
+}
+
+// Sequence parallelism: a norm sees only this rank's rows, so what a backward adds to the norms'
+// gradients (each d_model floats) is a partial sum. `run` adds it to zeroed gradients, whose
+// earlier values wait aside; the contribution is then summed over TP and added back.
+template <class Family>
+template <class Run>
+void FamilyModel<Family>::with_norm_grads_summed_over_tp(const std::vector<float*>& norm_grads, Run&& run) {
+  if (!ctx_.sequence_parallel) return run();
+  const std::size_t C = ctx_.C, n = norm_grads.size() * C;
+  float* earlier = ws_.norm_grads.data();
+  float* contribution = earlier + n;
+  for (std::size_t i = 0; i < norm_grads.size(); ++i) {
+    copy_floats(earlier + i * C, norm_grads[i], C);
+    zero_floats(norm_grads[i], C);
+  }
+  run();
+  for (std::size_t i = 0; i < norm_grads.size(); ++i) copy_floats(contribution + i * C, norm_grads[i], C);
+  ctx_.tp.all_reduce_sum(contribution, n);
+  for (std::size_t i = 0; i < norm_grads.size(); ++i)
+    residual_forward(norm_grads[i], earlier + i * C, contribution + i * C, static_cast<long>(C));
 }
 
 // The chunk's blocks from last to first, ws_.dresidual carrying the gradient between them; with
@@ -328,8 +371,10 @@ void FamilyModel<Family>::blocks_backward(Chunk& c, const Stash& a, Deferred* de
   for (int i = c.spec.num_layers - 1; i >= 0; --i) {
     const int layer = c.spec.first_layer + i;
     const typename Block::OutputGrads kept = deferred ? deferred->blocks[i] : Block::in_place(ctx_, dresidual);
-    Block::backward(ctx_, weights_->blocks[layer], grads_->blocks[layer], a.layers[i], block_input(a, i), dresidual,
-                    kept, when);
+    with_norm_grads_summed_over_tp(Block::norm_tensors(grads_->blocks[layer]), [&] {
+      Block::backward(ctx_, weights_->blocks[layer], grads_->blocks[layer], a.layers[i], block_input(a, i), dresidual,
+                      kept, when);
+    });
     if (!deferred) report_ready(grads_ready, Block::first_parameter(layer), Block::last_parameter(layer));
   }
 }
@@ -344,7 +389,7 @@ auto FamilyModel<Family>::stash_for_backward(Chunk& c, int microbatch) -> const 
   if (c.spec.embedding)
     Kokkos::deep_copy(rebuilt.tokens, kept.tokens);
   else
-    copy_floats(rebuilt.encoded, kept.encoded, ctx_.hidden_floats());
+    copy_floats(rebuilt.encoded, kept.encoded, ctx_.local_floats());
   run_forward(c.spec, rebuilt, c.spec.head ? kept.targets.data() : nullptr);
   c.inputs->release(microbatch);
   return rebuilt;
@@ -417,7 +462,7 @@ double FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forwa
   Chunk& c = chunk(chunk_index);
   const ModelChunk& spec = c.spec;
   check_forward_io(spec, chunk_index, io);
-  const std::size_t BTC = ctx_.hidden_floats();
+  const std::size_t BTC = ctx_.local_floats();  // the stream's rows on this rank
   Stash& a = c.stash.acquire(microbatch);
   if (spec.embedding)
     Kokkos::deep_copy(a.tokens, *io.tokens);
@@ -453,16 +498,19 @@ void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_s
   const bool now = weight_grads == WeightGrads::now;
   Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
   if (spec.head) {
-    head_backward(a, chunk_output(spec, a), loss_scale, weight_grads);
+    std::vector<float*> final_norm{grads_->final_norm};
+    if (grads_->final_norm_bias) final_norm.push_back(grads_->final_norm_bias);
+    with_norm_grads_summed_over_tp(final_norm,
+                                   [&] { head_backward(a, chunk_output(spec, a), loss_scale, weight_grads); });
     if (now) report_head(grads_ready);
   } else {
-    copy_floats(ws_.dresidual.data(), io.output_grad, ctx_.hidden_floats());
+    copy_floats(ws_.dresidual.data(), io.output_grad, ctx_.local_floats());
   }
   blocks_backward(c, a, deferred, grads_ready);
   if (spec.embedding)
     embedding_backward(a, now, grads_ready);
   else
-    copy_floats(io.input_grad, ws_.dresidual.data(), ctx_.hidden_floats());
+    copy_floats(io.input_grad, ws_.dresidual.data(), ctx_.local_floats());
   if (now) release(c, microbatch);
 }
 
@@ -493,9 +541,10 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
 
 template <class Family>
 std::unique_ptr<Gpt::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
-                                      std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision) {
-  auto model =
-      std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision);
+                                      std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision,
+                                      bool sequence_parallel) {
+  auto model = std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision,
+                                                     sequence_parallel);
   add_family_parameters<Family>(model->params, cfg, model->specs);
   model->params.allocate();
   init_parameters(model->params, cfg, seed);
@@ -506,11 +555,14 @@ std::unique_ptr<Gpt::Impl> make_model(const ModelConfig& cfg, int micro_batch_si
 }  // namespace
 
 Gpt::Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks,
-         Recompute recompute, MatmulPrecision precision) {
+         Recompute recompute, MatmulPrecision precision, bool sequence_parallel) {
   if (chunks.empty()) chunks.push_back(whole_model(cfg));
-  impl_ = cfg.family == ModelFamily::llama
-              ? make_model<LlamaFamily>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision)
-              : make_model<Gpt2Family>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision);
+  if (sequence_parallel && (micro_batch_size * cfg.seq_len) % tp.size() != 0)
+    throw std::invalid_argument("Gpt: sequence parallelism needs seq_len divisible by the TP group's size");
+  impl_ = cfg.family == ModelFamily::llama ? make_model<LlamaFamily>(cfg, micro_batch_size, seed, tp, std::move(chunks),
+                                                                     recompute, precision, sequence_parallel)
+                                           : make_model<Gpt2Family>(cfg, micro_batch_size, seed, tp, std::move(chunks),
+                                                                    recompute, precision, sequence_parallel);
 }
 
 Gpt::~Gpt() = default;

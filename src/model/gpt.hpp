@@ -48,8 +48,11 @@ class Gpt {
   // must be 0 (std::invalid_argument otherwise). chunks: the pieces of the model this rank holds,
   // in the order of its virtual stages (default: the whole model as one chunk). precision: what
   // its matrix products multiply in (the model owns their GemmContext).
+  // sequence_parallel: the residual stream, chunk inputs and outputs included, holds B·T/tp rows per
+  // TP rank (layer_context.hpp).
   Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks = {},
-      Recompute recompute = Recompute::none, MatmulPrecision precision = MatmulPrecision::automatic);
+      Recompute recompute = Recompute::none, MatmulPrecision precision = MatmulPrecision::automatic,
+      bool sequence_parallel = false);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -57,7 +60,8 @@ class Gpt {
   // Device buffers of one chunk's forward pass. tokens: the embedding chunk's micro_batch_size ×
   // seq_len input ids; targets: the head chunk's; input: [B·T·C] hidden states from the previous
   // chunk (chunks without the embedding); output: receives this chunk's [B·T·C] output (chunks
-  // without the head).
+  // without the head). Under sequence parallelism these and BackwardIO's hold this TP rank's
+  // B·T/tp rows: [B·T·C / tp].
   struct ForwardIO {
     const IntBuffer* tokens = nullptr;
     const IntBuffer* targets = nullptr;

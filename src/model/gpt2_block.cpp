@@ -36,31 +36,37 @@ Gpt2Block::Weights Gpt2Block::tensors(const FloatBuffer& buffer, const ParamStor
 }
 
 void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& x, const float* input) {
-  const int BT = ctx.rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
+  const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
   // Row-parallel linear C' → C: this rank's input features times its rows of w, summed over TP.
   auto row_parallel = [&](float* y, const float* in, const float* weight, const float* bias, int in_features) {
-    linear_forward(ctx.gemm, y, in, weight, ctx.once(bias), BT, in_features, C);
-    ctx.tp.all_reduce_sum(y, ctx.hidden_floats());
+    float* partial = ctx.partial_rows(y, ctx.scratch.gathered);
+    linear_forward(ctx.gemm, partial, in, weight, ctx.once(bias), BT, in_features, C);
+    ctx.sum_rows(partial, y);
   };
-  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, BT, C);
-  linear_forward(ctx.gemm, x.qkv, x.ln1, w.c_attn_weight, w.c_attn_bias, BT, C, 3 * attn);
+  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, R, C);
+  linear_forward(ctx.gemm, x.qkv, ctx.gather_rows(x.ln1, ctx.scratch.gathered), w.c_attn_weight, w.c_attn_bias, BT, C,
+                 3 * attn);
   attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
-  residual_forward(x.residual2, x.residual2, input, ctx.hidden_floats());
-  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln_2_weight, w.ln_2_bias, BT, C);
-  linear_forward(ctx.gemm, x.fch, x.ln2, w.c_fc_weight, w.c_fc_bias, BT, C, mlp);
+  residual_forward(x.residual2, x.residual2, input, ctx.local_floats());
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln_2_weight, w.ln_2_bias, R, C);
+  linear_forward(ctx.gemm, x.fch, ctx.gather_rows(x.ln2, ctx.scratch.gathered), w.c_fc_weight, w.c_fc_bias, BT, C, mlp);
   gelu_forward(x.fch_gelu, x.fch, static_cast<long>(BT) * mlp);
   row_parallel(x.residual3, x.fch_gelu, w.mlp_proj_weight, w.mlp_proj_bias, mlp);
-  residual_forward(x.residual3, x.residual3, x.residual2, ctx.hidden_floats());
+  residual_forward(x.residual3, x.residual3, x.residual2, ctx.local_floats());
 }
 
 void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
                          const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
-  const int BT = ctx.rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
+  const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
   const bool now = when == WeightGrads::now;
   float* dln = ctx.scratch.dln;
-  auto keep = [&](float* kept_grad) {
-    if (kept_grad != dresidual) copy_floats(kept_grad, dresidual, ctx.hidden_floats());
+  float* dln_sum = ctx.partial_rows(dln, ctx.scratch.dln_local);
+  // The row-parallel layers' output gradient: the stream's, gathered from the TP group under
+  // sequence parallelism; kept where their weight gradients will read it.
+  auto gather_output_grad = [&](float* kept_grad) {
+    const float* grad = ctx.gather_rows(dresidual, ctx.scratch.dgathered);
+    if (kept_grad != grad) copy_floats(kept_grad, grad, ctx.hidden_floats());
   };
   auto weight_grad_now = [&](Linear layer) {
     if (now) linear_weight_grad(layer, ctx, dw, x, kept);
@@ -68,23 +74,24 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   // The gradient entering a column-parallel layer from its input is this rank's share only: it is
   // summed over TP (Megatron's f operator in backward) while the layer's weight gradient runs.
   auto reduce_over_tp_during = [&](Linear layer) {
-    const CommRequestPtr reduce = ctx.tp.all_reduce_sum_async(dln, ctx.hidden_floats());
+    const CommRequestPtr reduce = ctx.sum_rows_async(dln, dln_sum);
     weight_grad_now(layer);
     reduce->wait();
   };
   // dresidual is the same on every TP rank, so the row-parallel layers need no communication in
-  // backward; the residual connection passes it on and each branch adds to it through its norm.
-  keep(kept.mlp_out);
-  linear_backward_input(ctx.gemm, kept.fch, dresidual, w.mlp_proj_weight, BT, mlp, C);
+  // backward (but the gather of sequence parallelism); the residual connection passes it on and
+  // each branch adds to it through its norm.
+  gather_output_grad(kept.mlp_out);
+  linear_backward_input(ctx.gemm, kept.fch, kept.mlp_out, w.mlp_proj_weight, BT, mlp, C);
   weight_grad_now(Linear::mlp_proj);
   gelu_backward(kept.fch, x.fch, kept.fch, static_cast<long>(BT) * mlp);
   linear_backward_input(ctx.gemm, dln, kept.fch, w.c_fc_weight, BT, C, mlp);
   reduce_over_tp_during(Linear::c_fc);
-  layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, dln, x.residual2, x.ln2_mean, x.ln2_rstd, w.ln_2_weight,
-                     BT, C);
+  layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, dln_sum, x.residual2, x.ln2_mean, x.ln2_rstd,
+                     w.ln_2_weight, R, C);
 
-  keep(kept.attn_out);
-  linear_backward_input(ctx.gemm, ctx.scratch.datty, dresidual, w.attn_proj_weight, BT, attn, C);
+  gather_output_grad(kept.attn_out);
+  linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
   weight_grad_now(Linear::attn_proj);
   const float* probabilities = x.att;
   if (!probabilities) {  // selective recomputation: rebuilt from the stashed q and k
@@ -95,7 +102,8 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
                      ctx.local.heads);
   linear_backward_input(ctx.gemm, dln, kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
   reduce_over_tp_during(Linear::c_attn);
-  layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln, input, x.ln1_mean, x.ln1_rstd, w.ln_1_weight, BT, C);
+  layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln_sum, input, x.ln1_mean, x.ln1_rstd, w.ln_1_weight, R,
+                     C);
 }
 
 void Gpt2Block::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {
@@ -111,12 +119,14 @@ void Gpt2Block::linear_weight_grad(Linear layer, const LayerContext& ctx, const 
       return linear_backward_weight(ctx.gemm, dw.mlp_proj_weight, dw.mlp_proj_bias, x.fch_gelu, kept.mlp_out, BT, mlp,
                                     C);
     case Linear::c_fc:
-      return linear_backward_weight(ctx.gemm, dw.c_fc_weight, dw.c_fc_bias, x.ln2, kept.fch, BT, C, mlp);
+      return linear_backward_weight(ctx.gemm, dw.c_fc_weight, dw.c_fc_bias,
+                                    ctx.gather_rows(x.ln2, ctx.scratch.gathered), kept.fch, BT, C, mlp);
     case Linear::attn_proj:
       return linear_backward_weight(ctx.gemm, dw.attn_proj_weight, dw.attn_proj_bias, x.atty, kept.attn_out, BT, attn,
                                     C);
     case Linear::c_attn:
-      return linear_backward_weight(ctx.gemm, dw.c_attn_weight, dw.c_attn_bias, x.ln1, kept.qkv, BT, C, 3 * attn);
+      return linear_backward_weight(ctx.gemm, dw.c_attn_weight, dw.c_attn_bias,
+                                    ctx.gather_rows(x.ln1, ctx.scratch.gathered), kept.qkv, BT, C, 3 * attn);
   }
 }
 

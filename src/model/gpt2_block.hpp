@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
@@ -36,21 +37,22 @@ struct Gpt2Block {
     float *mlp_proj_weight, *mlp_proj_bias;
   };
 
-  // What forward keeps for backward, one micro-batch.
+  // What forward keeps for backward, one micro-batch. R: the residual stream's rows, B·T (or B·T/tp
+  // under sequence parallelism).
   struct Stash {
-    float* ln1;        // [B, T, C]   ln_1 output
-    float* ln1_mean;   // [B, T]
-    float* ln1_rstd;   // [B, T]
+    float* ln1;        // [R, C]      ln_1 output
+    float* ln1_mean;   // [R]
+    float* ln1_rstd;   // [R]
     float* qkv;        // [B, T, 3C/tp]      this TP rank's heads of q, k and v
     float* att;        // [B, H/tp, T, T]    attention probabilities
     float* atty;       // [B, T, C/tp]       attention output, before c_proj
-    float* residual2;  // [B, T, C]   residual stream after attention
-    float* ln2;        // [B, T, C]
-    float* ln2_mean;   // [B, T]
-    float* ln2_rstd;   // [B, T]
+    float* residual2;  // [R, C]      residual stream after attention
+    float* ln2;        // [R, C]
+    float* ln2_mean;   // [R]
+    float* ln2_rstd;   // [R]
     float* fch;        // [B, T, 4C/tp] c_fc output, before GELU
     float* fch_gelu;   // [B, T, 4C/tp]
-    float* residual3;  // [B, T, C]   block output
+    float* residual3;  // [R, C]      block output
   };
 
   // Gradients w.r.t. the outputs of the block's linear layers: what its weight gradients read
@@ -62,6 +64,11 @@ struct Gpt2Block {
     float* attn_out;  // [B, T, C]      attn c_proj's output
     float* qkv;       // [B, T, 3C/tp]  c_attn's output
   };
+
+  // The norms' tensors (d_model floats each): sequence parallelism sums their gradients over TP.
+  static std::vector<float*> norm_tensors(const Weights& w) {
+    return {w.ln_1_weight, w.ln_1_bias, w.ln_2_weight, w.ln_2_bias};
+  }
 
   static std::string prefix(int layer) { return "h." + std::to_string(layer) + "."; }
   static std::string first_parameter(int layer) { return prefix(layer) + "ln_1.weight"; }
@@ -75,15 +82,15 @@ struct Gpt2Block {
   // Where backward keeps the output gradients when the weights are done now: in dresidual and the
   // context's scratch.
   static OutputGrads in_place(const LayerContext& ctx, float* dresidual) {
-    return {dresidual, ctx.scratch.dfch, dresidual, ctx.scratch.dqkv};
+    float* out = ctx.output_grads(dresidual);
+    return {out, ctx.scratch.dfch, out, ctx.scratch.dqkv};
   }
 
   // Carves a stash out of consecutive floats: take(n) returns the next n. The planner counts
   // with the same list (take returning null).
-  // keep_probabilities = false (selective recomputation): att is null, the layer uses ctx.scratch.att.
+  // Without probabilities (selective recomputation) att is null: the layer uses ctx.scratch.att.
   template <class Take>
-  static void carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, bool keep_probabilities,
-                    Take&& take);
+  static void carve(Stash& x, const StashShape& shape, Take&& take);
   template <class Take>
   static void carve(OutputGrads& g, const TpShape& local, std::size_t rows, std::size_t C, Take&& take);
 
@@ -103,22 +110,23 @@ struct Gpt2Block {
 };
 
 template <class Take>
-void Gpt2Block::carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C,
-                      bool keep_probabilities, Take&& take) {
-  const std::size_t BT = B * T, attn = local.attn_width, mlp = local.mlp_width, H = local.heads;
-  x.ln1 = take(BT * C);
-  x.ln1_mean = take(BT);
-  x.ln1_rstd = take(BT);
+void Gpt2Block::carve(Stash& x, const StashShape& shape, Take&& take) {
+  const TpShape& local = shape.local;
+  const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C, T = shape.T;
+  const std::size_t attn = local.attn_width, mlp = local.mlp_width, H = local.heads;
+  x.ln1 = take(R * C);
+  x.ln1_mean = take(R);
+  x.ln1_rstd = take(R);
   x.qkv = take(3 * BT * attn);
-  x.att = keep_probabilities ? take(B * H * T * T) : nullptr;
+  x.att = shape.keep_probabilities ? take(shape.B * H * T * T) : nullptr;
   x.atty = take(BT * attn);
-  x.residual2 = take(BT * C);
-  x.ln2 = take(BT * C);
-  x.ln2_mean = take(BT);
-  x.ln2_rstd = take(BT);
+  x.residual2 = take(R * C);
+  x.ln2 = take(R * C);
+  x.ln2_mean = take(R);
+  x.ln2_rstd = take(R);
   x.fch = take(BT * mlp);
   x.fch_gelu = take(BT * mlp);
-  x.residual3 = take(BT * C);
+  x.residual3 = take(R * C);
 }
 
 template <class Take>

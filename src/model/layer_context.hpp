@@ -29,6 +29,21 @@ struct BackwardScratch {
   float* dfch;   // [B, T, F/tp]    gradient w.r.t. the MLP's hidden layer (Llama: then its gate)
   float* dqkv;   // [B, T, 3C/tp]   gradient w.r.t. q, k and v (weights now)
   float* dup;    // [B, T, F/tp]    Llama: gradient w.r.t. the MLP's up projection (weights now)
+  // Sequence parallelism only (else null): all B·T rows of the tensor-parallel region's border.
+  float* gathered = nullptr;   // [B, T, C]  a norm's output gathered, or a row-parallel layer's partial sums
+  float* dgathered = nullptr;  // [B, T, C]  the residual stream's gradient gathered
+  float* dln_local = nullptr;  // [B, T/tp, C] dln summed over TP, this rank's rows
+};
+
+// The shape of one micro-batch's stash on this rank: the TP share of the columns, the B·T rows of
+// the tensor-parallel region, and the residual stream's rows (B·T / tp under sequence
+// parallelism). keep_probabilities = false (selective recomputation): no attention probabilities.
+struct StashShape {
+  TpShape local;
+  std::size_t B, T, C;
+  std::size_t stream_rows;
+  bool keep_probabilities = true;
+  std::size_t rows() const { return B * T; }
 };
 
 struct LayerContext {
@@ -39,13 +54,33 @@ struct LayerContext {
   BackwardScratch scratch;
   const RopeTable* rope = nullptr;  // Llama: the rotary embedding's angles
   float norm_eps = 1e-5f;           // Llama: RMSNorm epsilon
+  // parallel.sequence_parallel: the residual stream (block inputs and outputs, norms, residual
+  // adds) holds local_rows() = B·T/tp rows on each TP rank, a contiguous block of the [B·T] rows.
+  bool sequence_parallel = false;
 
-  int rows() const { return B * T; }
+  int rows() const { return B * T; }  // rows of the tensor-parallel region: every position
   std::size_t hidden_floats() const { return static_cast<std::size_t>(B) * T * C; }  // one [B, T, C] tensor
+  int local_rows() const { return sequence_parallel ? rows() / tp.size() : rows(); }
+  std::size_t local_floats() const { return static_cast<std::size_t>(local_rows()) * C; }  // the stream's share
 
   // A term added before a TP all-reduce of partial sums (a row-parallel bias, the position
   // embedding) is added by TP rank 0 alone, so that the sum counts it once.
   const float* once(const float* term) const { return tp.rank() == 0 ? term : nullptr; }
+
+  // The borders of the tensor-parallel region (Megatron's g and ḡ; without sequence parallelism
+  // their identity and all-reduce). Entering it: this rank's stream rows `local`, all-gathered into
+  // `full` under sequence parallelism (returned), else `local` itself, which holds every row.
+  const float* gather_rows(const float* local, float* full) const;
+  // Leaving it: partial sums over TP of every row, `partial`, summed into this rank's stream rows
+  // `local`: reduce-scatter under sequence parallelism, else an all-reduce in place (`local` must
+  // then be `partial`; summed_rows_buffer says where to write partial sums).
+  CommRequestPtr sum_rows_async(float* partial, float* local) const;
+  void sum_rows(float* partial, float* local) const { sum_rows_async(partial, local)->wait(); }
+  // Where to write the partial sums that sum_rows will reduce into `local`: `scratch` under
+  // sequence parallelism, else `local` itself.
+  float* partial_rows(float* local, float* scratch) const { return sequence_parallel ? scratch : local; }
+  // Where a block's backward gathers the stream's gradient for its row-parallel layers.
+  float* output_grads(float* dresidual) const { return sequence_parallel ? scratch.dgathered : dresidual; }
 };
 
 }  // namespace trident

@@ -48,61 +48,67 @@ LlamaBlock::Weights LlamaBlock::tensors(const FloatBuffer& buffer, const ParamSt
 }
 
 void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash& x, const float* input) {
-  const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
+  const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, F = ctx.local.mlp_width;
   const int q_width = ctx.local.heads * ctx.local.head_dim, kv_width = ctx.local.kv_heads * ctx.local.head_dim;
   // Row-parallel projection back to C: this rank's input features times its columns of w, summed over TP.
   auto row_parallel = [&](float* y, const float* in, const float* weight, int in_features) {
-    linear_forward(ctx.gemm, y, in, weight, nullptr, BT, in_features, C, kLinear);
-    ctx.tp.all_reduce_sum(y, ctx.hidden_floats());
+    float* partial = ctx.partial_rows(y, ctx.scratch.gathered);
+    linear_forward(ctx.gemm, partial, in, weight, nullptr, BT, in_features, C, kLinear);
+    ctx.sum_rows(partial, y);
   };
-  rmsnorm_forward(x.norm1, x.norm1_rstd, input, w.input_norm, ctx.norm_eps, BT, C);
-  linear_forward(ctx.gemm, x.q, x.norm1, w.q_proj, nullptr, BT, C, q_width, kLinear);
-  linear_forward(ctx.gemm, x.k, x.norm1, w.k_proj, nullptr, BT, C, kv_width, kLinear);
-  linear_forward(ctx.gemm, x.v, x.norm1, w.v_proj, nullptr, BT, C, kv_width, kLinear);
+  rmsnorm_forward(x.norm1, x.norm1_rstd, input, w.input_norm, ctx.norm_eps, R, C);
+  const float* norm1 = ctx.gather_rows(x.norm1, ctx.scratch.gathered);
+  linear_forward(ctx.gemm, x.q, norm1, w.q_proj, nullptr, BT, C, q_width, kLinear);
+  linear_forward(ctx.gemm, x.k, norm1, w.k_proj, nullptr, BT, C, kv_width, kLinear);
+  linear_forward(ctx.gemm, x.v, norm1, w.v_proj, nullptr, BT, C, kv_width, kLinear);
   rope_rotate(x.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, +1);
   rope_rotate(x.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, +1);
   attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, x.q, x.k, x.v, attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.o_proj, q_width);
-  residual_forward(x.residual2, x.residual2, input, ctx.hidden_floats());
-  rmsnorm_forward(x.norm2, x.norm2_rstd, x.residual2, w.post_attention_norm, ctx.norm_eps, BT, C);
-  linear_forward(ctx.gemm, x.gate, x.norm2, w.gate_proj, nullptr, BT, C, F, kLinear);
-  linear_forward(ctx.gemm, x.up, x.norm2, w.up_proj, nullptr, BT, C, F, kLinear);
+  residual_forward(x.residual2, x.residual2, input, ctx.local_floats());
+  rmsnorm_forward(x.norm2, x.norm2_rstd, x.residual2, w.post_attention_norm, ctx.norm_eps, R, C);
+  const float* norm2 = ctx.gather_rows(x.norm2, ctx.scratch.gathered);
+  linear_forward(ctx.gemm, x.gate, norm2, w.gate_proj, nullptr, BT, C, F, kLinear);
+  linear_forward(ctx.gemm, x.up, norm2, w.up_proj, nullptr, BT, C, F, kLinear);
   swiglu_forward(x.h, x.gate, x.up, static_cast<long>(BT) * F);
   row_parallel(x.residual3, x.h, w.down_proj, F);
-  residual_forward(x.residual3, x.residual3, x.residual2, ctx.hidden_floats());
+  residual_forward(x.residual3, x.residual3, x.residual2, ctx.local_floats());
 }
 
 void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
                           const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
-  const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
+  const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, F = ctx.local.mlp_width;
   const int q_width = ctx.local.heads * ctx.local.head_dim, kv_width = ctx.local.kv_heads * ctx.local.head_dim;
   const bool now = when == WeightGrads::now;
   float* dln = ctx.scratch.dln;
-  auto keep = [&](float* kept_grad) {
-    if (kept_grad != dresidual) copy_floats(kept_grad, dresidual, ctx.hidden_floats());
+  float* dln_sum = ctx.partial_rows(dln, ctx.scratch.dln_local);
+  // The row-parallel projections' output gradient: the stream's, gathered from the TP group under
+  // sequence parallelism; kept where their weight gradients will read it.
+  auto gather_output_grad = [&](float* kept_grad) {
+    const float* grad = ctx.gather_rows(dresidual, ctx.scratch.dgathered);
+    if (kept_grad != grad) copy_floats(kept_grad, grad, ctx.hidden_floats());
   };
   auto weight_grads_now = [&](std::initializer_list<Linear> layers) {
-    if (now)
-      for (Linear layer : layers) linear_weight_grad(layer, ctx, dw, x, kept);
+    if (now) linear_weight_grads(layers, ctx, dw, x, kept);
   };
   // The gradient entering the column-parallel projections from their shared input is this rank's
   // share only: it is summed over TP while their weight gradients run.
   auto reduce_over_tp_during = [&](std::initializer_list<Linear> layers) {
-    const CommRequestPtr reduce = ctx.tp.all_reduce_sum_async(dln, ctx.hidden_floats());
+    const CommRequestPtr reduce = ctx.sum_rows_async(dln, dln_sum);
     weight_grads_now(layers);
     reduce->wait();
   };
-  keep(kept.mlp_out);
-  linear_backward_input(ctx.gemm, kept.gate, dresidual, w.down_proj, BT, F, C, kLinear);  // dh, then dgate
+  gather_output_grad(kept.mlp_out);
+  linear_backward_input(ctx.gemm, kept.gate, kept.mlp_out, w.down_proj, BT, F, C, kLinear);  // dh, then dgate
   weight_grads_now({Linear::down});
   swiglu_backward(kept.gate, kept.up, kept.gate, x.gate, x.up, static_cast<long>(BT) * F);
   linear_backward_input(ctx.gemm, dln, kept.gate, w.gate_proj, BT, C, F, kLinear);
   linear_backward_input_add(ctx.gemm, dln, kept.up, w.up_proj, BT, C, F, kLinear);
   reduce_over_tp_during({Linear::gate, Linear::up});
-  rmsnorm_backward(dresidual, dw.post_attention_norm, dln, x.residual2, x.norm2_rstd, w.post_attention_norm, BT, C);
+  rmsnorm_backward(dresidual, dw.post_attention_norm, dln_sum, x.residual2, x.norm2_rstd, w.post_attention_norm, R, C);
 
-  keep(kept.attn_out);
-  linear_backward_input(ctx.gemm, ctx.scratch.datty, dresidual, w.o_proj, BT, q_width, C, kLinear);
+  gather_output_grad(kept.attn_out);
+  linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, q_width, C, kLinear);
   weight_grads_now({Linear::o});
   const float* probabilities = x.att;
   if (!probabilities) {  // selective recomputation: rebuilt from the stashed q and k (after RoPE)
@@ -117,36 +123,51 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   linear_backward_input_add(ctx.gemm, dln, kept.k, w.k_proj, BT, C, kv_width, kLinear);
   linear_backward_input_add(ctx.gemm, dln, kept.v, w.v_proj, BT, C, kv_width, kLinear);
   reduce_over_tp_during({Linear::q, Linear::k, Linear::v});
-  rmsnorm_backward(dresidual, dw.input_norm, dln, input, x.norm1_rstd, w.input_norm, BT, C);
+  rmsnorm_backward(dresidual, dw.input_norm, dln_sum, input, x.norm1_rstd, w.input_norm, R, C);
 }
 
 void LlamaBlock::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {
-  for (Linear layer : {Linear::down, Linear::gate, Linear::up, Linear::o, Linear::q, Linear::k, Linear::v})
-    linear_weight_grad(layer, ctx, dw, x, kept);
+  linear_weight_grads({Linear::down, Linear::gate, Linear::up, Linear::o, Linear::q, Linear::k, Linear::v}, ctx, dw, x,
+                      kept);
 }
 
-void LlamaBlock::linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
-                                    const OutputGrads& kept) {
+void LlamaBlock::linear_weight_grads(std::initializer_list<Linear> layers, const LayerContext& ctx, const Weights& dw,
+                                     const Stash& x, const OutputGrads& kept) {
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   const int q_width = ctx.local.heads * ctx.local.head_dim, kv_width = ctx.local.kv_heads * ctx.local.head_dim;
   auto grad = [&](float* weight_grad, const float* in, const float* out_grad, int in_features, int out_features) {
     linear_backward_weight(ctx.gemm, weight_grad, nullptr, in, out_grad, BT, in_features, out_features, kLinear);
   };
-  switch (layer) {
-    case Linear::down:
-      return grad(dw.down_proj, x.h, kept.mlp_out, F, C);
-    case Linear::gate:
-      return grad(dw.gate_proj, x.norm2, kept.gate, C, F);
-    case Linear::up:
-      return grad(dw.up_proj, x.norm2, kept.up, C, F);
-    case Linear::o:
-      return grad(dw.o_proj, x.atty, kept.attn_out, q_width, C);
-    case Linear::q:
-      return grad(dw.q_proj, x.norm1, kept.q, C, q_width);
-    case Linear::k:
-      return grad(dw.k_proj, x.norm1, kept.k, C, kv_width);
-    case Linear::v:
-      return grad(dw.v_proj, x.norm1, kept.v, C, kv_width);
+  // The column-parallel projections read their norm's output on every row: gathered once per norm.
+  const float *gathered_from = nullptr, *gathered = nullptr;
+  auto all_rows = [&](const float* local) {
+    if (local != gathered_from) gathered = ctx.gather_rows(gathered_from = local, ctx.scratch.gathered);
+    return gathered;
+  };
+  for (Linear layer : layers) {
+    switch (layer) {
+      case Linear::down:
+        grad(dw.down_proj, x.h, kept.mlp_out, F, C);
+        break;
+      case Linear::gate:
+        grad(dw.gate_proj, all_rows(x.norm2), kept.gate, C, F);
+        break;
+      case Linear::up:
+        grad(dw.up_proj, all_rows(x.norm2), kept.up, C, F);
+        break;
+      case Linear::o:
+        grad(dw.o_proj, x.atty, kept.attn_out, q_width, C);
+        break;
+      case Linear::q:
+        grad(dw.q_proj, all_rows(x.norm1), kept.q, C, q_width);
+        break;
+      case Linear::k:
+        grad(dw.k_proj, all_rows(x.norm1), kept.k, C, kv_width);
+        break;
+      case Linear::v:
+        grad(dw.v_proj, all_rows(x.norm1), kept.v, C, kv_width);
+        break;
+    }
   }
 }
 

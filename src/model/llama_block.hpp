@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
@@ -32,20 +34,20 @@ struct LlamaBlock {
 
   // What forward keeps for backward, one micro-batch (plan/memory.cpp counts the same list).
   struct Stash {
-    float* norm1;       // [B, T, C]  input_layernorm output
-    float* norm1_rstd;  // [B, T]
+    float* norm1;       // [R, C]  input_layernorm output (R: the stream's rows, as in Gpt2Block)
+    float* norm1_rstd;  // [R]
     float* q;           // [B, T, H/tp · hd]   after RoPE
     float* k;           // [B, T, KV/tp · hd]  after RoPE
     float* v;           // [B, T, KV/tp · hd]
     float* att;         // [B, H/tp, T, T]     attention probabilities
     float* atty;        // [B, T, H/tp · hd]   attention output, before o_proj
-    float* residual2;   // [B, T, C]  residual stream after attention
-    float* norm2;       // [B, T, C]  post_attention_layernorm output
-    float* norm2_rstd;  // [B, T]
+    float* residual2;   // [R, C]  residual stream after attention
+    float* norm2;       // [R, C]  post_attention_layernorm output
+    float* norm2_rstd;  // [R]
     float* gate;        // [B, T, F/tp]
     float* up;          // [B, T, F/tp]
     float* h;           // [B, T, F/tp]  silu(gate) · up
-    float* residual3;   // [B, T, C]  block output
+    float* residual3;   // [R, C]  block output
   };
 
   // Gradients w.r.t. the outputs of the block's projections (q and k before RoPE), as in Gpt2Block.
@@ -59,6 +61,9 @@ struct LlamaBlock {
     float* v;         // [B, T, KV/tp · hd]
   };
 
+  // The norms' weights (d_model floats each): sequence parallelism sums their gradients over TP.
+  static std::vector<float*> norm_tensors(const Weights& w) { return {w.input_norm, w.post_attention_norm}; }
+
   static std::string prefix(int layer) { return "layers." + std::to_string(layer) + "."; }
   static std::string first_parameter(int layer) { return prefix(layer) + "input_layernorm.weight"; }
   static std::string last_parameter(int layer) { return prefix(layer) + "mlp.down_proj.weight"; }
@@ -71,13 +76,13 @@ struct LlamaBlock {
     float* q = ctx.scratch.dqkv;
     float* k = q + rows * ctx.local.heads * ctx.local.head_dim;
     float* v = k + rows * ctx.local.kv_heads * ctx.local.head_dim;
-    return {dresidual, ctx.scratch.dfch, ctx.scratch.dup, dresidual, q, k, v};
+    float* out = ctx.output_grads(dresidual);
+    return {out, ctx.scratch.dfch, ctx.scratch.dup, out, q, k, v};
   }
 
-  // keep_probabilities = false (selective recomputation): att is null, the layer uses ctx.scratch.att.
+  // Without probabilities (selective recomputation) att is null: the layer uses ctx.scratch.att.
   template <class Take>
-  static void carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C, bool keep_probabilities,
-                    Take&& take);
+  static void carve(Stash& x, const StashShape& shape, Take&& take);
   template <class Take>
   static void carve(OutputGrads& g, const TpShape& local, std::size_t rows, std::size_t C, Take&& take);
 
@@ -88,28 +93,29 @@ struct LlamaBlock {
 
  private:
   enum class Linear { down, gate, up, o, q, k, v };
-  static void linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
-                                 const OutputGrads& kept);
+  static void linear_weight_grads(std::initializer_list<Linear> layers, const LayerContext& ctx, const Weights& dw,
+                                  const Stash& x, const OutputGrads& kept);
 };
 
 template <class Take>
-void LlamaBlock::carve(Stash& x, const TpShape& local, std::size_t B, std::size_t T, std::size_t C,
-                      bool keep_probabilities, Take&& take) {
-  const std::size_t BT = B * T, hd = local.head_dim, f = local.mlp_width;
-  x.norm1 = take(BT * C);
-  x.norm1_rstd = take(BT);
+void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
+  const TpShape& local = shape.local;
+  const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C, T = shape.T;
+  const std::size_t hd = local.head_dim, f = local.mlp_width;
+  x.norm1 = take(R * C);
+  x.norm1_rstd = take(R);
   x.q = take(BT * local.heads * hd);
   x.k = take(BT * local.kv_heads * hd);
   x.v = take(BT * local.kv_heads * hd);
-  x.att = keep_probabilities ? take(B * local.heads * T * T) : nullptr;
+  x.att = shape.keep_probabilities ? take(shape.B * local.heads * T * T) : nullptr;
   x.atty = take(BT * local.heads * hd);
-  x.residual2 = take(BT * C);
-  x.norm2 = take(BT * C);
-  x.norm2_rstd = take(BT);
+  x.residual2 = take(R * C);
+  x.norm2 = take(R * C);
+  x.norm2_rstd = take(R);
   x.gate = take(BT * f);
   x.up = take(BT * f);
   x.h = take(BT * f);
-  x.residual3 = take(BT * C);
+  x.residual3 = take(R * C);
 }
 
 template <class Take>

@@ -156,6 +156,13 @@ void StepRun::compute(std::size_t index) {
     case ActionKind::weight_grad: compute_.weight_grad(action.chunk, action.microbatch, last_weights); break;
   }
   result_.events.push_back({event_kind(action.kind), action.microbatch, action.chunk, start, options_.clock(), 0});
+  if (options_.take_collective_events) {
+    for (TimelineEvent& collective : options_.take_collective_events()) {
+      collective.microbatch = action.microbatch;
+      collective.chunk = action.chunk;
+      result_.events.push_back(collective);
+    }
+  }
   if (input_.data()) free_buffers_.push_back(input_);
   input_ = FloatBuffer();
 }
@@ -235,6 +242,7 @@ PipelineExecutor::PipelineExecutor(const Schedule& schedule, Comm& pipeline, Opt
 }
 
 PipelineStepResult PipelineExecutor::run_step(StageCompute& compute) {
+  if (options_.take_collective_events) options_.take_collective_events();  // not the step's actions'
   return StepRun(ops_, last_weight_op_, chunks_, pipeline_, options_, free_buffers_, compute).run();
 }
 

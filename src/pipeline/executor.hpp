@@ -37,6 +37,10 @@ class PipelineExecutor {
     double timeout_s = 300.0;
     std::function<double()> clock;   // seconds on the run's common clock
     std::function<void(const std::string&)> on_timeout;  // must not return (aborts the job)
+    // Optional: the events of the collectives the compute ran since the last call (tensor
+    // parallelism's); each action's are recorded after it with its micro-batch and chunk, and
+    // those before the step's first action are dropped.
+    std::function<std::vector<TimelineEvent>()> take_collective_events;
   };
 
   // `pipeline`: this rank's pipeline group (rank i = pipeline rank i of `schedule`), which must

@@ -9,9 +9,9 @@
 
 namespace trident {
 
-std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size,
-                                              int first_layer, int num_layers, bool first_stage,
-                                              bool last_stage, int tp, bool keep_probabilities) {
+std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int first_layer,
+                                              int num_layers, bool first_stage, bool last_stage, int tp,
+                                              StashMode mode) {
   if (first_layer < 0 || num_layers < 0 || first_layer + num_layers > model.layers) {
     throw std::invalid_argument("layers [" + std::to_string(first_layer) + ", " +
                                 std::to_string(first_layer + num_layers) + ") are outside a model of " +
@@ -24,22 +24,25 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const std::int64_t local_heads = model.heads / tp;
   const std::int64_t qkv_width =
       static_cast<std::int64_t>(model.heads + 2 * model.key_value_heads()) * model.head_dim() / tp;
+  // The residual stream's rows on this rank: all of them, or 1/tp under sequence parallelism.
+  const std::int64_t rows = mode.sequence_parallel ? bt / tp : bt;
   // LayerNorm keeps mean and rstd per token, RMSNorm rstd only.
-  const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * bt : bt;
+  const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * rows : rows;
   // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up.
   const std::int64_t mlp_hidden = (model.family == ModelFamily::gpt2 ? 2 : 3) * bt * f / tp;
+  const std::int64_t probabilities = mode.keep_probabilities ? micro_batch_size * local_heads * t * t : 0;
 
-  const std::int64_t per_layer = bt * c + norm_stats                       // first norm
-                                 + bt * qkv_width                          // q, k, v
-                                 + (keep_probabilities ? micro_batch_size * local_heads * t * t : 0)  // probabilities
-                                 + bt * c / tp                             // attention output (before its projection)
-                                 + bt * c                                  // residual after attention
-                                 + bt * c + norm_stats                     // second norm
-                                 + mlp_hidden                              // MLP hidden activations
-                                 + bt * c;                                 // block output
-  const std::int64_t chunk_input = bt * c;  // the embedding output on the first stage, else the one received
+  const std::int64_t per_layer = rows * c + norm_stats    // first norm
+                                 + bt * qkv_width         // q, k, v
+                                 + probabilities          // attention probabilities
+                                 + bt * c / tp            // attention output (before its projection)
+                                 + rows * c               // residual after attention
+                                 + rows * c + norm_stats  // second norm
+                                 + mlp_hidden             // MLP hidden activations
+                                 + rows * c;              // block output
+  const std::int64_t chunk_input = rows * c;  // the embedding output on the first stage, else the one received
   const std::int64_t token_ids = first_stage ? bt : 0;                            // int32
-  const std::int64_t head_and_loss = bt * c + norm_stats                          // final norm
+  const std::int64_t head_and_loss = rows * c + norm_stats                        // final norm
                                      + bt * (padded_vocab(model.vocab, tp) / tp)  // probabilities
                                      + bt;                                        // per-token losses
   return chunk_input + token_ids + num_layers * per_layer + (last_stage ? head_and_loss : 0);
@@ -67,9 +70,9 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     const StageLayers& layers = stages.at(stage);
     const bool first = stage == 0;
     memory.weight_bytes += 4 * stage_params(deck.model, layers, first, stage == last, tp).total();
-    const std::int64_t stash = 4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer,
-                                                                    layers.num_layers, first, stage == last, tp,
-                                                                    !selective);
+    const std::int64_t stash =
+        4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer, layers.num_layers, first,
+                                             stage == last, tp, {!selective, deck.parallel.sequence_parallel});
     if (recompute) {
       memory.activation_bytes_per_microbatch += 4 * recompute_floats_per_microbatch(deck.model, mbs, first, stage == last);
       memory.recompute_bytes = std::max(memory.recompute_bytes, stash);

@@ -25,12 +25,18 @@ namespace trident {
 // and their product.) With tp > 1 this is one TP rank's share: the head-split terms (qkv,
 // attention probabilities with H / tp heads, attention output) and the MLP terms are divided by
 // tp, and the probabilities cover the rank's vocabulary shard (V padded to a multiple of tp,
-// divided by tp); the rest is replicated. With keep_probabilities = false (schedule.recompute =
-// "selective") the B*(H/tp)*T^2 attention probabilities are not stashed. Throws
-// std::invalid_argument if the layers fall outside the model.
-std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size,
-                                              int first_layer, int num_layers, bool first_stage,
-                                              bool last_stage, int tp = 1, bool keep_probabilities = true);
+// divided by tp); the rest is replicated. With mode.keep_probabilities = false (schedule.recompute
+// = "selective") the B*(H/tp)*T^2 attention probabilities are not stashed; with
+// mode.sequence_parallel the residual stream's tensors (the stage's input, the norms' outputs and
+// statistics, the residuals, the block outputs) hold B*T/tp rows. Throws std::invalid_argument if
+// the layers fall outside the model.
+struct StashMode {
+  bool keep_probabilities = true;
+  bool sequence_parallel = false;
+};
+std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int first_layer,
+                                              int num_layers, bool first_stage, bool last_stage, int tp = 1,
+                                              StashMode mode = {});
 
 // 4-byte words that one micro-batch stashes on one chunk with schedule.recompute = "full": only
 // the chunk's input, B*T*C (the first virtual stage: the B*T token ids), and on the last the B*T

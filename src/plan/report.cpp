@@ -14,6 +14,7 @@
 #include "plan/partition.hpp"
 #include "plan/pipeline_theory.hpp"
 #include "plan/text_table.hpp"
+#include "plan/tp_traffic.hpp"
 #include "plan/units.hpp"
 
 namespace trident {
@@ -272,7 +273,10 @@ std::string recomputed_memory_note(Recompute recompute) {
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
   out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch"
-      << recomputed_memory_note(deck.schedule.recompute) << ")\n";
+      << recomputed_memory_note(deck.schedule.recompute)
+      << (deck.parallel.sequence_parallel ? "; sequence parallel: the residual stream's tensors hold 1/tp of the rows"
+                                          : "")
+      << ")\n";
   TextTable table({interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v", "act/micro-batch", "in flight",
                    "activations", "total"});
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
@@ -285,6 +289,68 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
   }
   table.print(out);
   if (interleaved) out << "  in flight: micro-batches of a whole rank (chunks in flight / chunks per rank)\n";
+}
+
+std::string tally_text(const PlannedCollectives& tally) {
+  return tally.count == 0 ? "-" : str(tally.count) + " x, " + human_bytes(tally.bytes);
+}
+
+void print_parallel_choices(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages);
+
+// What each collective moves per step, and what the other sequence-parallel and recompute
+// choices would hold and move (the largest of the ranks).
+void print_tp_traffic(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
+  if (deck.parallel.tp == 1) return;
+  const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
+  out << "\nTensor-parallel communication per step (each TP rank of a stage; sequence parallel "
+      << (deck.parallel.sequence_parallel ? "on" : "off") << ")\n";
+  TextTable table({interleaved ? "rank" : "stage", "all-reduce", "all-gather", "reduce-scatter", "ring sends"});
+  // Consecutive ranks that move the same (the middle stages, mostly) share one row: "1-14".
+  std::vector<std::string> cells, previous;
+  int first_alike = 0;
+  for (int rank = 0; rank <= deck.parallel.pp; ++rank) {
+    cells.clear();
+    if (rank < deck.parallel.pp) {
+      const TpTraffic traffic = tp_traffic_per_step(deck, stages, rank);
+      cells = {tally_text(traffic.all_reduce), tally_text(traffic.all_gather), tally_text(traffic.reduce_scatter),
+               human_bytes(static_cast<std::int64_t>(traffic.wire_bytes()))};
+    }
+    if (rank > 0 && cells != previous) {
+      std::vector<std::string> row{first_alike == rank - 1 ? str(rank - 1) : str(first_alike) + "-" + str(rank - 1)};
+      row.insert(row.end(), previous.begin(), previous.end());
+      table.add_row(row);
+      first_alike = rank;
+    }
+    previous = cells;
+  }
+  table.print(out);
+  out << "  count x buffer bytes, as the timeline's ALLREDUCE_TP, ALLGATHER_TP and REDUCE_SCATTER_TP events\n"
+      << "  record them; ring sends: 2(tp-1)/tp of an all-reduce's buffer, (tp-1)/tp of the others'\n";
+  print_parallel_choices(out, deck, stages);
+}
+
+// Activation memory and TP traffic of every sequence-parallel and recompute choice.
+void print_parallel_choices(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
+  out << "\nSequence parallelism x recomputation (the largest rank)\n";
+  TextTable choices({"sequence_parallel", "recompute", "activations", "ring sends/step"});
+  for (const bool sequence_parallel : {false, true}) {
+    for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+      Deck variant = deck;
+      variant.parallel.sequence_parallel = sequence_parallel;
+      variant.schedule.recompute = recompute;
+      std::int64_t activations = 0;
+      double sends = 0.0;
+      for (int rank = 0; rank < deck.parallel.pp; ++rank) {
+        activations = std::max(activations, rank_memory(variant, stages, rank).activation_bytes());
+        sends = std::max(sends, tp_traffic_per_step(variant, stages, rank).wire_bytes());
+      }
+      const bool chosen = sequence_parallel == deck.parallel.sequence_parallel && recompute == deck.schedule.recompute;
+      choices.add_row({std::string(chosen ? "* " : "  ") + (sequence_parallel ? "true" : "false"), word_of(recompute),
+                       human_bytes(activations), human_bytes(static_cast<std::int64_t>(sends))});
+    }
+  }
+  choices.print(out);
+  out << "  * the deck's; sequence parallelism needs seq_len % tp == 0\n";
 }
 
 // Groups along one axis are arithmetic progressions of ranks, written as {first..last step s}.
@@ -359,6 +425,7 @@ void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::
   print_step(plan, deck);
   print_schedule(plan, deck);
   print_memory(plan, deck, stages);
+  print_tp_traffic(plan, deck, stages);
   print_rank_layout(plan, grid, stages);
   out << plan.str();
 }

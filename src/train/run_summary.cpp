@@ -58,7 +58,8 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << " heads, seq_len " << model.seq_len << ", vocab " << model.vocab << ", " << total_params(model)
       << " parameters\n"
       << "  grid    tp " << grid.tp << " x pp " << grid.pp << " x dp " << grid.dp << " = " << grid.world_size()
-      << " ranks (order " << word_of(grid.order) << (grid.zero == 1 ? ", ZeRO-1" : "") << ")\n"
+      << " ranks (order " << word_of(grid.order) << (grid.zero == 1 ? ", ZeRO-1" : "")
+      << (grid.sequence_parallel ? ", sequence parallel" : "") << ")\n"
       << run.rank_layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
       << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
       << " tokens/step, " << run.data << "\n"
@@ -92,6 +93,7 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"pp", std::int64_t{grid.pp}},
       {"dp", std::int64_t{grid.dp}},
       {"zero", std::int64_t{grid.zero}},
+      {"sequence_parallel", std::int64_t{grid.sequence_parallel ? 1 : 0}},
       {"layers", std::int64_t{m.layers}},
       {"d_model", std::int64_t{m.d_model}},
       {"heads", std::int64_t{m.heads}},

@@ -119,7 +119,8 @@ struct Trainer::State {
         schedule(checked(deck_schedule(d))),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
         model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp_group,
-              stage_chunks(schedule, partition, grid.pp_rank()), d.schedule.recompute, d.train.precision),
+              stage_chunks(schedule, partition, grid.pp_rank()), d.schedule.recompute, d.train.precision,
+              d.parallel.sequence_parallel),
         sync(model.params(), *grid.dp_group, static_cast<std::size_t>(d.parallel.bucket_mb * (1 << 20)),
              d.parallel.zero == 1),
         optimizer(make_optimizer(d, model, sync)),
@@ -153,10 +154,40 @@ struct Trainer::State {
 
   DataPosition data_position() const { return {windows.windows(), windows.shuffled()}; }
 
-  // How both executors (training, evaluation) move messages and watch for hangs.
+  // How both executors (training, evaluation) move messages and watch for hangs. A message is one
+  // micro-batch's hidden states, this TP rank's rows of them under sequence parallelism.
   PipelineExecutor::Options pipeline_options() {
-    return {static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len * deck.model.d_model,
-            deck.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); }};
+    const int sequence_shards = deck.parallel.sequence_parallel ? deck.parallel.tp : 1;
+    return {static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len * deck.model.d_model /
+                sequence_shards,
+            deck.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); },
+            [this] { return tp_collective_events(); }};
+  }
+
+  // The TP group's collectives since the last call, one event per kind on the run's clock (none
+  // without tensor parallelism, where they are no-ops): as long as the rank was blocked in that
+  // kind, laid end to end from each kind's first call so that they never overlap (the blocked
+  // intervals themselves are disjoint, so the last still ends within the action).
+  std::vector<TimelineEvent> tp_collective_events() {
+    const CollectiveTallies tallies = grid.tp_group->take_collectives();
+    if (grid.tp_group->size() == 1) return {};
+    const double to_run_clock = clock.now() - steady_seconds();
+    const EventKind kinds[kCollectiveKinds] = {EventKind::allreduce_tp, EventKind::allgather_tp,
+                                               EventKind::reduce_scatter_tp};
+    std::vector<TimelineEvent> events;
+    for (int kind = 0; kind < kCollectiveKinds; ++kind) {
+      const CollectiveTally& tally = tallies[kind];
+      if (tally.calls == 0) continue;
+      const double start = tally.first_call + to_run_clock;
+      events.push_back({kinds[kind], -1, -1, start, start + tally.blocked_seconds, tally.bytes});
+    }
+    std::ranges::sort(events, {}, &TimelineEvent::t_start);
+    for (std::size_t i = 1; i < events.size(); ++i) {
+      const double shift = std::max(0.0, events[i - 1].t_end - events[i].t_start);
+      events[i].t_start += shift;
+      events[i].t_end += shift;
+    }
+    return events;
   }
 
   void measure_gemm_peak(RunSummary& run);

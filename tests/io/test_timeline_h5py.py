@@ -62,7 +62,7 @@ def test_events_columns_read_by_name(timeline):
         assert events[name].shape == (5,), name
         assert events[name].dtype == dtype, name
     # Fixed-length bytes: compare as bytes, or decode with .asstr().
-    assert events["kind"].dtype == np.dtype("S16")
+    assert events["kind"].dtype == np.dtype("S24")
     np.testing.assert_array_equal(events["kind"][:], [b"F", b"SEND", b"RECV", b"F", b"OPTIMIZER"])
     assert list(events["kind"].asstr()[:]) == ["F", "SEND", "RECV", "F", "OPTIMIZER"]
     np.testing.assert_array_equal(events["rank"][:], [0, 0, 1, 1, 0])

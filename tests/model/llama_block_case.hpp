@@ -59,8 +59,9 @@ struct BlockCase {
                    1e-5f};
   LlamaBlock::Stash stash{};
   LlamaBlock::OutputGrads kept{};
-  FloatBuffer stash_floats =
-      carved(stash, [&](auto& x, auto&& take) { LlamaBlock::carve(x, local, B, cfg.seq_len, C, true, take); });
+  FloatBuffer stash_floats = carved(stash, [&](auto& x, auto&& take) {
+    LlamaBlock::carve(x, StashShape{local, B, static_cast<std::size_t>(cfg.seq_len), C, rows}, take);
+  });
   FloatBuffer kept_floats = carved(kept, [&](auto& g, auto&& take) { LlamaBlock::carve(g, local, rows, C, take); });
   FloatBuffer input = random_buffer(rows * C, 1);
 

@@ -60,6 +60,17 @@ TEST(Memory, TensorParallelShareDividesHeadAndMlpTerms) {
             kInput + kTokens + 3 * layer + head_and_loss);
 }
 
+TEST(Memory, SequenceParallelShardsTheResidualStream) {
+  const ModelConfig model = tiny();
+  // tp 2, the stream on B*T/2 = 4 rows: ln_1 32 + 8, qkv 96, probabilities 32, attention output 32,
+  // residual 32, ln_2 32 + 8, fc 128, gelu 128, block output 32.
+  const std::int64_t layer = 40 + 96 + 32 + 32 + 32 + 40 + 128 + 128 + 32;
+  // ln_f 32 + 8, probabilities over 8 vocab rows for all 8 tokens: 64, losses 8.
+  const std::int64_t head_and_loss = 40 + 64 + 8;
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true, 2, {.sequence_parallel = true}),
+            kInput / 2 + kTokens + 3 * layer + head_and_loss);
+}
+
 TEST(Memory, ProbabilitiesCoverThePaddedVocabShard) {
   ModelConfig model = tiny();
   model.vocab = 15;  // tp 2 pads to 16: 8 rows per rank; tp 1 keeps 15

@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 import synthetic_timeline  # noqa: E402
 
 COMPUTE = ("F", "B", "I", "W")
-COMMUNICATION = ("SEND", "RECV", "ALLREDUCE_TP", "ALLREDUCE_DP", "ALLREDUCE_EMB")
+COMMUNICATION = ("SEND", "RECV", "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP", "ALLREDUCE_DP", "ALLREDUCE_EMB")
 EMULATED = ("model.layers=8", "train.steps=3", "schedule.microbatches=8", "schedule.micro_batch_size=1",
             "emulate.enabled=true", "emulate.forward_ms=20", "emulate.backward_ms=40", "emulate.input_grad_ms=20",
             "emulate.weight_grad_ms=20", "parallel.pp=4")
@@ -167,7 +167,8 @@ def test_trace_holds_every_event_with_its_duration(run_dir, tmp_path):
     # One thread per stream; compute kinds share one; no two events overlap on a track.
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     stream = {"F": "compute", "B": "compute", "I": "compute", "W": "compute", "SEND": "pipeline p2p",
-              "RECV": "pipeline p2p", "ALLREDUCE_TP": "TP collectives", "ALLREDUCE_DP": "DP collectives",
+              "RECV": "pipeline p2p", "ALLREDUCE_TP": "TP collectives", "ALLGATHER_TP": "TP collectives",
+              "REDUCE_SCATTER_TP": "TP collectives", "ALLREDUCE_DP": "DP collectives",
               "ALLREDUCE_EMB": "DP collectives", "OPTIMIZER": "optimizer"}
     tracks = {}
     for e in complete:

@@ -54,7 +54,7 @@ def read_timeline(out):
         for name, dtype in EVENT_COLUMNS.items():
             assert events[name].dtype == dtype, name
             columns[name] = events[name][:]
-        assert events["kind"].dtype == np.dtype("S16")
+        assert events["kind"].dtype == np.dtype("S24")
         columns["kind"] = events["kind"].asstr()[:].astype(str)
         attrs = dict(f.attrs)
     lengths = {name: len(values) for name, values in columns.items()}

@@ -45,13 +45,16 @@ TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
                                     std::to_string(chunk.first_layer) + ", +" + std::to_string(chunk.num_layers) +
                                     ") B=" + std::to_string(micro_batch_size) + " tp=" + std::to_string(tp);
           for (const bool selective : {false, true}) {
-            const std::int64_t planned_floats =
-                activation_floats_per_microbatch(shape, micro_batch_size, chunk.first_layer, chunk.num_layers,
-                                                 chunk.embedding, chunk.head, tp, /*keep_probabilities=*/!selective);
-            const StashContent content = selective ? StashContent::without_probabilities : StashContent::all;
-            EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, content),
-                      static_cast<std::size_t>(planned_floats) * 4)
-                << where << (selective ? " selective" : "");
+            for (const bool sequence_parallel : {false, true}) {
+              if (sequence_parallel && shape.seq_len % tp != 0) continue;  // the deck rule
+              const std::int64_t planned_floats = activation_floats_per_microbatch(
+                  shape, micro_batch_size, chunk.first_layer, chunk.num_layers, chunk.embedding, chunk.head, tp,
+                  {.keep_probabilities = !selective, .sequence_parallel = sequence_parallel});
+              const StashContent content = selective ? StashContent::without_probabilities : StashContent::all;
+              EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, content, sequence_parallel),
+                        static_cast<std::size_t>(planned_floats) * 4)
+                  << where << (selective ? " selective" : "") << (sequence_parallel ? " sequence parallel" : "");
+            }
           }
           EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, StashContent::inputs),
                     4 * static_cast<std::size_t>(recompute_floats_per_microbatch(shape, micro_batch_size,

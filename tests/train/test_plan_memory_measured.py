@@ -1,13 +1,19 @@
-"""`trident plan`'s activation memory per rank against what a run measures.
+"""`trident plan`'s activation memory and tensor-parallel traffic per rank against what a run measures.
 
-For each recompute mode, the plan's "activations" column (in flight x stash per micro-batch + what
-the mode rebuilds) is compared with the run's /steps/peak_activation_bytes_per_stage, the
-high-water mark of the bytes each stage's ranks really held. They must agree within 5%.
+For each combination of sequence parallelism (on, off) and recomputation (none, selective, full) on a
+tp 2 x pp 2 grid:
+- the plan's "activations" column (in flight x stash per micro-batch + what the mode rebuilds) is
+  compared with the run's /steps/peak_activation_bytes_per_stage, the high-water mark of the bytes
+  each stage's ranks really held: within 5%;
+- the plan's bytes per step of each TP collective (all-reduce, all-gather, reduce-scatter) are
+  compared with the sizes the timeline's ALLREDUCE_TP, ALLGATHER_TP and REDUCE_SCATTER_TP events
+  record for every rank of each stage in the run's last step: within the plan's rounding (1%).
 """
 
 import re
 import subprocess
 
+import h5py
 import numpy as np
 import pytest
 
@@ -15,33 +21,68 @@ from conftest import ONE_RANK, TINY, _exe, read_steps
 
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 GRID = ("parallel.tp=2", "parallel.pp=2", "schedule.kind=1f1b", "schedule.microbatches=4", "train.steps=2")
+COLLECTIVES = {"all-reduce": "ALLREDUCE_TP", "all-gather": "ALLGATHER_TP", "reduce-scatter": "REDUCE_SCATTER_TP"}
 
 
-def planned_activation_bytes(overrides):
-    """The 'activations' column of plan's memory table, in bytes, one entry per stage."""
+def plan_text(overrides):
     args = [_exe(), "plan", str(TINY)]
     for override in ONE_RANK + overrides:
         args += ["--set", override]
-    text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    table = text.split("\nMemory per rank")[1].split("\n\n")[0].splitlines()
-    header = re.split(r"\s{2,}", table[1].strip())
-    column = header.index("activations")
-    planned = []
-    for row in table[2:]:
-        cells = re.split(r"\s{2,}", row.strip())
-        value, unit = cells[column].split()
-        planned.append(float(value) * UNITS[unit])
-    return np.array(planned)
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout
 
 
+def table(text, title):
+    """The rows of the table under the line starting with `title`, as dicts by column name."""
+    lines = text.split("\n" + title)[1].split("\n\n")[0].splitlines()
+    header = re.split(r"\s{2,}", lines[1].strip())
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[2:]]
+    return [dict(zip(header, row)) for row in rows if len(row) == len(header)]  # not the notes below it
+
+
+def to_bytes(text):
+    value, unit = text.split()[-2:]
+    return float(value) * UNITS[unit]
+
+
+def measured_tp_bytes(run_dir):
+    """Bytes of each TP collective kind in the last step, per pipeline stage (equal on its ranks)."""
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        events = f["events"]
+        kind, step, pp, rank, size = (events["kind"].asstr()[:], events["step"][:], events["pp"][:], events["rank"][:],
+                                      events["bytes"][:])
+    last = step == step.max()
+    per_stage = []
+    for stage in sorted(set(pp.tolist())):
+        totals = {}
+        for name, event in COLLECTIVES.items():
+            per_rank = {r: size[last & (pp == stage) & (rank == r) & (kind == event)].sum()
+                        for r in set(rank[pp == stage].tolist())}
+            assert len(set(per_rank.values())) == 1, (name, per_rank)  # every TP rank of a stage alike
+            totals[name] = float(next(iter(per_rank.values())))
+        per_stage.append(totals)
+    return per_stage
+
+
+@pytest.mark.parametrize("sequence_parallel", ["false", "true"])
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
-def test_planned_activations_match_the_measured_peak(trident_run, recompute):
-    overrides = GRID + (f"schedule.recompute={recompute}",)
+def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_parallel, recompute):
+    overrides = GRID + (f"parallel.sequence_parallel={sequence_parallel}", f"schedule.recompute={recompute}")
     _, run_dir = trident_run(*overrides, ranks=4)
+    text = plan_text(overrides)
+    label = f"sequence_parallel {sequence_parallel}, recompute {recompute}"
+
     measured = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1].astype(float)
-    planned = planned_activation_bytes(overrides)
+    planned = np.array([to_bytes(row["activations"]) for row in table(text, "Memory per rank")])
     assert len(planned) == len(measured) == 2
-    np.testing.assert_allclose(planned, measured, rtol=0.05, err_msg=f"recompute {recompute}")
+    np.testing.assert_allclose(planned, measured, rtol=0.05, err_msg=label)
+
+    traffic = table(text, "Tensor-parallel communication per step")
+    for stage, (row, got) in enumerate(zip(traffic, measured_tp_bytes(run_dir), strict=True)):
+        for name in COLLECTIVES:
+            expected = 0.0 if row[name] == "-" else to_bytes(row[name])
+            assert got[name] == pytest.approx(expected, rel=0.01), f"{label}: stage {stage} {name}"
+    if sequence_parallel == "false":
+        assert all(row["all-gather"] == "-" or row["all-gather"].endswith("KiB") for row in traffic), traffic
 
 
 def test_selective_recompute_drops_the_probabilities_from_the_stash(trident_run):
@@ -55,3 +96,18 @@ def test_selective_recompute_drops_the_probabilities_from_the_stash(trident_run)
     probabilities = 4 * mbs * heads_per_rank * seq_len * seq_len
     saved = in_flight * layers_per_stage * probabilities - probabilities
     np.testing.assert_array_equal(peaks["none"] - peaks["selective"], saved)
+
+
+def test_sequence_parallel_shards_the_stream_in_the_stash(trident_run):
+    """At tp 2 the residual stream's tensors halve: the peak falls by what the plan's formula says
+    those tensors weigh (its activations column, off minus on), and by more than 15%."""
+    peaks, planned = {}, {}
+    for sequence_parallel in ("false", "true"):
+        overrides = GRID + (f"parallel.sequence_parallel={sequence_parallel}",)
+        _, run_dir = trident_run(*overrides, ranks=4)
+        peaks[sequence_parallel] = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1].astype(float)
+        planned[sequence_parallel] = np.array([to_bytes(r["activations"]) for r in table(plan_text(overrides),
+                                                                                         "Memory per rank")])
+    saved = peaks["false"] - peaks["true"]
+    np.testing.assert_allclose(saved, planned["false"] - planned["true"], rtol=0.05)
+    assert np.all(saved > 0.15 * peaks["false"]), (saved, peaks["false"])

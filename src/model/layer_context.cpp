@@ -1,0 +1,20 @@
+#include "model/layer_context.hpp"
+
+#include <stdexcept>
+
+namespace trident {
+
+const float* LayerContext::gather_rows(const float* local, float* full) const {
+  if (!sequence_parallel) return local;
+  tp.all_gather(local, full, local_floats());
+  return full;
+}
+
+CommRequestPtr LayerContext::sum_rows_async(float* partial, float* local) const {
+  if (sequence_parallel) return tp.reduce_scatter_sum_async(partial, local, local_floats());
+  if (partial != local)
+    throw std::logic_error("LayerContext::sum_rows: without sequence parallelism the sum is in place");
+  return tp.all_reduce_sum_async(partial, hidden_floats());
+}
+
+}  // namespace trident

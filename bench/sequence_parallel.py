@@ -10,8 +10,9 @@
 2. Step time at tp 2 with and without sequence parallelism on the `small` config (L=6, C=384,
    T=256, B=8), one BLAS thread per rank, ranks bound to cores, in rounds (this machine's speed
    drifts: each ratio is formed within a round; median and range over rounds).
-3. Recomputation none, selective and full at tp 2 on the same config and micro-batches: step
-   time and peak activation memory.
+3. Recomputation none, selective and full on the same config cut into 2 pipeline stages (pp 2,
+   1F1B, 4 micro-batches of 2 sequences: stage 0 holds 2 in flight), equal micro-batches for all
+   three: step time and the largest stage's peak activation memory.
 
 OPENBLAS_CORETYPE is unset (the machine's own GEMM kernels) unless --keep-coretype; the core type
 that ran is printed.
@@ -35,12 +36,12 @@ def launch(args, ranks):
     return [args.mpirun, "-n", str(ranks), "--map-by", f"slot:PE={args.threads_per_rank}", "--bind-to", "core"]
 
 
-def run(args, env, cfg, tp, steps, *overrides):
-    """Trains `steps` steps at tp (pp = dp = 1); returns the timeline's /steps medians after the
-    first step and the last step's peak activation bytes."""
+def run(args, env, cfg, tp, steps, *overrides, pp=1):
+    """Trains `steps` steps on tp x pp ranks; returns the timeline's median step time after the
+    first step and the last step's peak activation bytes (the largest stage's)."""
     with tempfile.TemporaryDirectory(prefix="trident-sp-") as run_dir:
-        command = launch(args, tp) + [str(args.trident), "run", str(REPO / "input_decks" / "small.toml")]
-        command += trident_overrides(cfg, steps, run_dir) + ["--set", f"parallel.tp={tp}"]
+        command = launch(args, tp * pp) + [str(args.trident), "run", str(REPO / "input_decks" / "small.toml")]
+        command += trident_overrides(cfg, steps, run_dir) + ["--set", f"parallel.tp={tp}", "--set", f"parallel.pp={pp}"]
         for override in overrides:
             command += ["--set", override]
         run_checked(f"trident tp={tp} {' '.join(overrides)}", command, env)
@@ -94,14 +95,21 @@ def step_time_rows(args, env):
 
 
 def recompute_rows(args, env):
-    cfg = CONFIGS["small"]
-    print(f"\n3. Recomputation at tp 2, config small, {args.steps} steps, one micro-batch of {cfg['batch']} sequences")
-    print(f"{'recompute':>12}{'step (ms)':>12}{'vs none':>10}{'peak act. (MiB)':>18}{'vs none':>10}")
-    results = {mode: run(args, env, cfg, 2, args.steps, f"schedule.recompute={mode}")
-               for mode in ("none", "selective", "full")}
-    for mode, result in results.items():
-        print(f"{mode:>12}{result['step_time_s'] * 1e3:>12.1f}{result['step_time_s'] / results['none']['step_time_s']:>10.3f}"
-              f"{result['peak'] / (1 << 20):>18.2f}{result['peak'] / results['none']['peak']:>10.3f}", flush=True)
+    cfg = dict(CONFIGS["small"], batch=2)
+    modes = ("none", "selective", "full")
+    print(f"\n3. Recomputation at pp 2 (1f1b), config small, {args.steps} steps, 4 micro-batches of 2 sequences, "
+          f"{args.rounds} rounds")
+    rounds = []
+    for number in range(args.rounds):
+        rounds.append({mode: run(args, env, cfg, 1, args.steps, f"schedule.recompute={mode}", "schedule.microbatches=4",
+                                 "schedule.kind=1f1b", pp=2) for mode in modes})
+        print(f"  round {number + 1}: " + ", ".join(f"{m} {rounds[-1][m]['step_time_s'] * 1e3:.1f} ms" for m in modes),
+              flush=True)
+    print(f"{'recompute':>12}{'step / none: median [lowest, highest]':>40}{'peak act. (MiB)':>18}{'vs none':>10}")
+    for mode in modes:
+        ratios = [r[mode]["step_time_s"] / r["none"]["step_time_s"] for r in rounds]
+        peak, none_peak = rounds[-1][mode]["peak"], rounds[-1]["none"]["peak"]
+        print(f"{mode:>12}{spread(ratios, '.3f'):>40}{peak / (1 << 20):>18.2f}{peak / none_peak:>10.3f}")
 
 
 def main():

@@ -46,7 +46,14 @@ constexpr std::size_t kFloat = sizeof(float);
 
 }  // namespace
 
-TimedComm::TimedComm(std::unique_ptr<Comm> inner) : inner_(std::move(inner)) {}
+TimedComm::TimedComm(std::unique_ptr<Comm> inner) : inner_(std::move(inner)), alone_(inner_->size() == 1) {}
+
+// A group of one rank never waits for another: its no-op collectives count no time.
+template <class Call>
+auto TimedComm::blocked(CollectiveTally* tally, Call&& call) {
+  if (alone_) return call();
+  return add_duration(blocked_seconds_, tally, std::forward<Call>(call));
+}
 
 double TimedComm::take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
 
@@ -60,17 +67,18 @@ CollectiveTally& TimedComm::called(Collective kind, std::size_t bytes) {
 }
 
 CommRequestPtr TimedComm::timed(CommRequestPtr request, CollectiveTally* tally) {
+  if (alone_) return request;
   return std::make_unique<TimedRequest>(std::move(request), blocked_seconds_, tally);
 }
 
 void TimedComm::all_reduce_sum(float* data, std::size_t count) {
   CollectiveTally& tally = called(Collective::all_reduce, count * kFloat);
-  add_duration(blocked_seconds_, &tally, [&] { inner_->all_reduce_sum(data, count); });
+  blocked(&tally, [&] { inner_->all_reduce_sum(data, count); });
 }
 
 double TimedComm::all_reduce_sum(double value) {
   CollectiveTally& tally = called(Collective::all_reduce, sizeof(double));
-  return add_duration(blocked_seconds_, &tally, [&] { return inner_->all_reduce_sum(value); });
+  return blocked(&tally, [&] { return inner_->all_reduce_sum(value); });
 }
 
 CommRequestPtr TimedComm::all_reduce_sum_async(float* data, std::size_t count) {
@@ -80,12 +88,12 @@ CommRequestPtr TimedComm::all_reduce_sum_async(float* data, std::size_t count) {
 
 void TimedComm::all_gather(const float* send, float* recv, std::size_t count) {
   CollectiveTally& tally = called(Collective::all_gather, count * size() * kFloat);
-  add_duration(blocked_seconds_, &tally, [&] { inner_->all_gather(send, recv, count); });
+  blocked(&tally, [&] { inner_->all_gather(send, recv, count); });
 }
 
 void TimedComm::reduce_scatter_sum(const float* send, float* recv, std::size_t count) {
   CollectiveTally& tally = called(Collective::reduce_scatter, count * size() * kFloat);
-  add_duration(blocked_seconds_, &tally, [&] { inner_->reduce_scatter_sum(send, recv, count); });
+  blocked(&tally, [&] { inner_->reduce_scatter_sum(send, recv, count); });
 }
 
 CommRequestPtr TimedComm::reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) {
@@ -94,7 +102,7 @@ CommRequestPtr TimedComm::reduce_scatter_sum_async(const float* send, float* rec
 }
 
 void TimedComm::broadcast(float* data, std::size_t count, int root) {
-  add_duration(blocked_seconds_, nullptr, [&] { inner_->broadcast(data, count, root); });
+  blocked(nullptr, [&] { inner_->broadcast(data, count, root); });
 }
 
 CommRequestPtr TimedComm::send_async(const float* data, std::size_t count, int peer, int tag) {

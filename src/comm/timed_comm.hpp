@@ -53,10 +53,13 @@ class TimedComm final : public Comm {
 
  private:
   CommRequestPtr timed(CommRequestPtr request, CollectiveTally* tally = nullptr);
+  template <class Call>
+  auto blocked(CollectiveTally* tally, Call&& call);
   // The tally of `kind`, with one call of `bytes` added.
   CollectiveTally& called(Collective kind, std::size_t bytes);
 
   std::unique_ptr<Comm> inner_;
+  bool alone_;  // a group of one rank
   double blocked_seconds_ = 0.0;
   CollectiveTallies collectives_{};
 };

@@ -36,6 +36,7 @@ const StepField kStepFields[] = {
     {"timeline_s", &StepRecord::timeline_s},
     {"mfu", &StepRecord::mfu},
     {"peak_activation_bytes", &StepRecord::peak_activation_bytes},
+    {"peak_rss_bytes", &StepRecord::peak_rss_bytes},
 };
 
 // The one 2-D /steps dataset: [steps, stages].

@@ -45,6 +45,7 @@ struct StepRecord {
   double tp_comm_s = 0;        // time blocked in tensor-parallel collectives, the largest of all ranks'
   double timeline_s = 0;       // gathering and writing this step's /events (the recording overhead)
   std::int64_t peak_activation_bytes = 0;  // the largest of all ranks'
+  std::int64_t peak_rss_bytes = 0;         // resident set high-water mark so far, the largest of all ranks'
   // Per pipeline stage (index = pp coordinate), the largest peak of the stage's ranks: empty (the
   // row then holds -1, "not recorded") or exactly TimelineWriter::stages() values.
   std::vector<std::int64_t> peak_activation_bytes_per_stage;

@@ -54,6 +54,16 @@ std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro
   return (first_stage ? bt : bt * model.d_model) + (last_stage ? bt : 0);
 }
 
+std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel) {
+  const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
+  const std::int64_t probabilities =
+      std::int64_t{micro_batch_size} * (model.heads / tp) * model.seq_len * model.seq_len;
+  const std::int64_t mlp = bt * (model.mlp_hidden() / tp) * (model.family == ModelFamily::llama ? 2 : 1);
+  std::int64_t floats = 2 * bt * c + 4 * bt * c / tp + probabilities + mlp;
+  if (sequence_parallel) floats += 2 * bt * c + bt * c / tp + 8 * c;
+  return floats;
+}
+
 RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int rank) {
   const int tp = deck.parallel.tp;
   const int pp = deck.parallel.pp;
@@ -62,6 +72,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   const bool recompute = deck.schedule.recompute == Recompute::full;
   const bool selective = deck.schedule.recompute == Recompute::selective;
   RankMemory memory;
+  memory.workspace_bytes = 4 * workspace_floats(deck.model, mbs, tp, deck.parallel.sequence_parallel);
   // Selective recomputation rebuilds one layer's attention probabilities at a time, in one buffer.
   if (selective)
     memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *

@@ -56,13 +56,26 @@ struct RankMemory {
   // recompute = "full": the full stash of the largest chunk, rebuilt for its backward; "selective":
   // one layer's attention probabilities, rebuilt for its backward. 0 otherwise.
   std::int64_t recompute_bytes = 0;
+  // The buffers backward writes activation gradients into (workspace_floats).
+  std::int64_t workspace_bytes = 0;
 
   std::int64_t activation_bytes() const {
     return static_cast<std::int64_t>(in_flight_microbatches * static_cast<double>(activation_bytes_per_microbatch)) +
            recompute_bytes;
   }
-  std::int64_t total_bytes() const { return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes(); }
+  // Not counted: the runtime (libraries, MPI's and the BLAS's buffers, the token data), about
+  // 90-210 MiB per rank on this project's CPU machines (README.md, "Memory").
+  std::int64_t total_bytes() const {
+    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes() + workspace_bytes;
+  }
 };
+
+// 4-byte words of one rank's backward workspace, whatever chunks it holds (model/gpt.cpp's
+// Workspace): the residual and norm gradients B*T*C each, the attention output's B*T*C/tp, q, k
+// and v's 3*B*T*C/tp, the probabilities' B*(H/tp)*T^2, the MLP's B*T*F/tp (Llama: twice); with
+// sequence parallelism the gathered rows (2*B*T*C), the summed norm gradient (B*T*C/tp) and the
+// norm gradients set aside (8*C). (Selective recomputation's probabilities are recompute_bytes.)
+std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel);
 
 // Peak memory of any rank of pipeline rank `rank` (all TP and DP ranks of a stage are alike).
 // `stages` is a partition_layers result with pp * v entries (v = chunks per rank, the deck's

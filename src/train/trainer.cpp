@@ -41,7 +41,9 @@
 #include "train/clock_sync.hpp"
 #include "train/evaluator.hpp"
 #include "train/event_log.hpp"
+#include "train/memory_fit.hpp"
 #include "train/progress.hpp"
+#include "train/resident_memory.hpp"
 #include "train/run_summary.hpp"
 #include "train/stop_signal.hpp"
 
@@ -251,6 +253,7 @@ void Trainer::State::open_timeline(const RunSummary& run) {
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
   check_world_size(deck, world);
+  check_memory_fits(deck, world);
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
   RunSummary run{deck,
@@ -360,10 +363,14 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   const double gather_start = now();
   const std::vector<EventRow> rows = gather_events(world, events, grid.tp_rank(), grid.pp_rank(), grid.dp_rank(), step);
   const double gather_seconds = now() - gather_start;
-  std::vector<std::int64_t> stage_peaks(static_cast<std::size_t>(deck.parallel.pp), 0);
+  // Per stage the largest activation peak of its ranks, and after them the largest resident set.
+  std::vector<std::int64_t> stage_peaks(static_cast<std::size_t>(deck.parallel.pp) + 1, 0);
   stage_peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(model.peak_activation_bytes());
-  MPI_Reduce(is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp, MPI_INT64_T, MPI_MAX,
-             0, world);
+  stage_peaks.back() = peak_resident_bytes();
+  MPI_Reduce(is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp + 1, MPI_INT64_T,
+             MPI_MAX, 0, world);
+  const std::int64_t peak_rss = stage_peaks.back();
+  stage_peaks.pop_back();
   // Whichever rank waited longest shows what communication and imbalance cost the step; rank 0
   // alone may be the slow one that never waits (Megatron's timers report the maximum as well).
   double blocked_seconds[2] = {sync.last_exposed_seconds(), tp_comm_seconds};
@@ -389,6 +396,7 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.tp_comm_s = blocked_seconds[1];
   record.peak_activation_bytes = *std::max_element(stage_peaks.begin(), stage_peaks.end());
   record.peak_activation_bytes_per_stage = stage_peaks;
+  record.peak_rss_bytes = peak_rss;
   const double append_start = now();
   timeline->append_events(rows);
   record.timeline_s = gather_seconds + (now() - append_start);

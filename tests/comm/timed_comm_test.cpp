@@ -38,6 +38,40 @@ TEST(TimedComm, ForwardsToTheWrappedGroup) {
   EXPECT_EQ(gathered[1], 7.0f);
 }
 
+// One tally per kind of collective, by the size of its whole buffer, each from its first call.
+TEST(TimedComm, TalliesEachKindOfCollective) {
+  TimedComm comm = world_comm();
+  std::vector<float> values(4, 1.0f), gathered(6), scattered(2);
+  const double before = steady_seconds();
+  comm.all_reduce_sum(values.data(), values.size());
+  comm.all_reduce_sum_async(values.data(), values.size())->wait();
+  comm.all_gather(values.data(), gathered.data(), 3);
+  comm.reduce_scatter_sum_async(values.data(), scattered.data(), 2)->wait();
+  const CollectiveTallies tallies = comm.take_collectives();
+  const CollectiveTally& reduce = tallies[static_cast<int>(Collective::all_reduce)];
+  const CollectiveTally& gather = tallies[static_cast<int>(Collective::all_gather)];
+  const CollectiveTally& scatter = tallies[static_cast<int>(Collective::reduce_scatter)];
+  EXPECT_EQ(reduce.calls, 2);
+  EXPECT_EQ(reduce.bytes, 2 * 4 * 4);
+  EXPECT_EQ(gather.calls, 1);
+  EXPECT_EQ(gather.bytes, 2 * 3 * 4);  // the gathered result: size() x count floats
+  EXPECT_EQ(scatter.calls, 1);
+  EXPECT_EQ(scatter.bytes, 2 * 2 * 4);  // the input: size() x count floats
+  EXPECT_GE(reduce.first_call, before);
+  EXPECT_LE(reduce.first_call, gather.first_call);
+  EXPECT_LE(gather.first_call, scatter.first_call);
+  EXPECT_EQ(comm.take_collectives()[0].calls, 0);  // taken: the tallies start again
+}
+
+// A group of one never waits for anyone: nothing is counted.
+TEST(TimedComm, AGroupOfOneCountsNoTime) {
+  TimedComm comm(make_local_comm());
+  std::vector<float> values(1024, 1.0f);
+  comm.all_reduce_sum(values.data(), values.size());
+  comm.all_reduce_sum_async(values.data(), values.size())->wait();
+  EXPECT_EQ(comm.take_blocked_seconds(), 0.0);
+}
+
 TEST(TimedComm, CountsTheWaitForALatePartnerInABlockingCollective) {
   TimedComm comm = world_comm();
   comm.take_blocked_seconds();

@@ -276,3 +276,16 @@ def test_plan_shows_the_schedule_table_and_diagram(trident, tmp_path):
     assert "rank 1 |" in result.stdout, result.stdout
     plain = run_trident(trident, ["plan", str(deck)], tmp_path)
     assert plain.returncode == 0 and "rank 1 |" not in plain.stdout, plain.stdout
+
+
+def test_run_that_cannot_fit_in_memory_is_refused_before_allocating(trident, tmp_path):
+    """GPT-3 175B on one rank: the plan's 2.8 TiB cannot fit in any node this runs on; the run
+    stops with exit 2 naming the plan's figure and the node's, before it allocates or writes."""
+    out = tmp_path / "run"
+    args = ["run", str(INPUT_DECKS / "gpt3-175b.toml"), "--set", f"output.dir={out}"]
+    for key in ("tp", "pp", "dp"):
+        args += ["--set", f"parallel.{key}=1"]
+    result = run_trident(trident, args, tmp_path)
+    expect_bad_input(result, ["gpt3-175b.toml", "the plan needs", "but the node has", "trident plan DECK"])
+    assert result.stderr.count("trident: error:") == 1, result.stderr
+    assert not out.exists()

@@ -121,7 +121,9 @@ TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
   EXPECT_EQ(memory.optimizer_bytes, 2 * weights);
   EXPECT_EQ(memory.in_flight_microbatches, 1);
   EXPECT_EQ(memory.activation_bytes(), 4 * 3648);
-  EXPECT_EQ(memory.total_bytes(), 4 * weights + 4 * 3648);
+  // Workspace, by hand: dresidual 64, dln 64, datty 64, dqkv 192, datt 2*2*16 = 64, dfch 256.
+  EXPECT_EQ(memory.workspace_bytes, 4 * (64 + 64 + 64 + 192 + 64 + 256));
+  EXPECT_EQ(memory.total_bytes(), 4 * weights + 4 * 3648 + memory.workspace_bytes);
 }
 
 TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {

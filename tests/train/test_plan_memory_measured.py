@@ -10,6 +10,7 @@ tp 2 x pp 2 grid:
   record for every rank of each stage in the run's last step: within the plan's rounding (1%).
 """
 
+import os
 import re
 import subprocess
 
@@ -17,8 +18,10 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, _exe, read_steps
+from conftest import ONE_RANK, REPO, TINY, _exe, read_steps
 
+SANITIZED = os.environ.get("TRIDENT_SANITIZED") == "1"
+RELEASE_ONLY = pytest.mark.skipif(SANITIZED, reason="the sanitizer build runs one combination")
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 GRID = ("parallel.tp=2", "parallel.pp=2", "schedule.kind=1f1b", "schedule.microbatches=4", "train.steps=2")
 COLLECTIVES = {"all-reduce": "ALLREDUCE_TP", "all-gather": "ALLGATHER_TP", "reduce-scatter": "REDUCE_SCATTER_TP"}
@@ -63,8 +66,12 @@ def measured_tp_bytes(run_dir):
     return per_stage
 
 
-@pytest.mark.parametrize("sequence_parallel", ["false", "true"])
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+COMBINATIONS = [pytest.param(sp, recompute, id=f"sp-{sp}-{recompute}",
+                             marks=() if (sp, recompute) == ("true", "selective") else RELEASE_ONLY)
+                for sp in ("false", "true") for recompute in ("none", "selective", "full")]
+
+
+@pytest.mark.parametrize("sequence_parallel,recompute", COMBINATIONS)
 def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_parallel, recompute):
     overrides = GRID + (f"parallel.sequence_parallel={sequence_parallel}", f"schedule.recompute={recompute}")
     _, run_dir = trident_run(*overrides, ranks=4)
@@ -85,6 +92,7 @@ def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_p
         assert all(row["all-gather"] == "-" or row["all-gather"].endswith("KiB") for row in traffic), traffic
 
 
+@RELEASE_ONLY
 def test_selective_recompute_drops_the_probabilities_from_the_stash(trident_run):
     """Per layer and micro-batch, the stash shrinks by the B x (H/tp) x T x T probabilities; the
     rank keeps one layer's worth to rebuild them in."""
@@ -98,6 +106,7 @@ def test_selective_recompute_drops_the_probabilities_from_the_stash(trident_run)
     np.testing.assert_array_equal(peaks["none"] - peaks["selective"], saved)
 
 
+@RELEASE_ONLY
 def test_sequence_parallel_shards_the_stream_in_the_stash(trident_run):
     """At tp 2 the residual stream's tensors halve: the peak falls by what the plan's formula says
     those tensors weigh (its activations column, off minus on), and by more than 15%."""
@@ -111,3 +120,34 @@ def test_sequence_parallel_shards_the_stream_in_the_stash(trident_run):
     saved = peaks["false"] - peaks["true"]
     np.testing.assert_allclose(saved, planned["false"] - planned["true"], rtol=0.05)
     assert np.all(saved > 0.15 * peaks["false"]), (saved, peaks["false"])
+
+
+# GPT-2 124M and the ~100M Llama of bench/single_rank.py at T = 256, B = 4, one step.
+GPT2_124M = (REPO / "input_decks" / "gpt2-124m.toml", ())
+LLAMA_100M = (REPO / "input_decks" / "llama-tiny.toml",
+              ("model.layers=12", "model.d_model=768", "model.heads=12", "model.kv_heads=4", "model.ffn_hidden=2048",
+               "model.vocab=16384"))
+RSS_CASES = [pytest.param(*family, grid, id=f"{family[0].stem}-{'-'.join(grid) or 'one-rank'}")
+             for family, grid in ((GPT2_124M, ()), (GPT2_124M, ("parallel.pp=2",)), (LLAMA_100M, ()),
+                                  (LLAMA_100M, ("parallel.tp=2",)))]
+
+
+@RELEASE_ONLY  # AddressSanitizer's shadow memory is not the program's
+@pytest.mark.parametrize("deck,shape,grid", RSS_CASES)
+def test_plan_total_is_within_10_percent_of_the_resident_peak(trident_run, deck, shape, grid):
+    """/steps/peak_rss_bytes (the largest rank's resident high-water mark) against the plan's
+    total for the largest rank: weights, gradients, AdamW, activations and workspace, not the
+    runtime (libraries, MPI and BLAS buffers), which the plan leaves out."""
+    overrides = shape + grid + ("model.seq_len=256", "schedule.micro_batch_size=4", "schedule.microbatches=1",
+                                "train.steps=1", "checkpoint.every=0", "data.kind=synthetic")
+    ranks = 2 if grid else 1
+    _, run_dir = trident_run(*overrides, ranks=ranks, deck=deck)
+    rss = float(read_steps(run_dir)["peak_rss_bytes"][-1])
+    args = [_exe(), "plan", str(deck)]
+    for override in ONE_RANK + overrides:
+        args += ["--set", override]
+    text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    planned = max(to_bytes(row["total"]) for row in table(text, "Memory per rank"))
+    assert planned <= rss, (planned, rss)  # the runtime comes on top
+    print(f"plan {planned / 2**20:.0f} MiB, resident {rss / 2**20:.0f} MiB, {100 * (rss - planned) / rss:.1f}% more")
+    assert rss - planned <= 0.10 * rss, f"plan {planned / 2**20:.0f} MiB, resident {rss / 2**20:.0f} MiB"

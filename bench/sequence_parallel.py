@@ -25,15 +25,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grid_scaling import launch  # noqa: E402  (each rank on cores of its own, as a batch job binds them)
 from single_rank import CONFIGS, REPO, BenchError, open_timeline, run_checked, trident_overrides  # noqa: E402
 
 MEMORY_SHAPE = dict(family="gpt2", layers=4, d_model=512, heads=8, vocab=4096, seq_len=512, batch=2)
-
-
-def launch(args, ranks):
-    if ranks * args.threads_per_rank > os.cpu_count():
-        return [args.mpirun, "-n", str(ranks), "--oversubscribe", "--bind-to", "none"]
-    return [args.mpirun, "-n", str(ranks), "--map-by", f"slot:PE={args.threads_per_rank}", "--bind-to", "core"]
 
 
 def run(args, env, cfg, tp, steps, *overrides, pp=1):
@@ -119,6 +114,8 @@ def main():
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads-per-rank", type=int, default=1)
+    parser.add_argument("--bind", choices=("cores", "none"), default="cores",
+                        help="cores: each rank on --threads-per-rank cores of its own (when they fit); none: the OS places them")
     parser.add_argument("--keep-coretype", action="store_true", help="leave OPENBLAS_CORETYPE as it is")
     args = parser.parse_args()
     if not Path(args.trident).is_file():

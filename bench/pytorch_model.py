@@ -256,7 +256,7 @@ def torch_build_summary():
     return "; ".join(re.findall(r"CPU capability usage: \w+|BLAS_INFO=\w+", torch.__config__.show()))
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", choices=("gpt2", "llama"), default="gpt2")
     parser.add_argument("--layers", type=int, required=True)
@@ -271,7 +271,11 @@ def main():
     parser.add_argument("--batch", type=int, required=True, help="sequences per step")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2, help="leading steps left out of the median")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
+                        help="torch's intra-op threads (and the BLAS's, unless --blas-threads)")
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="OpenBLAS's threads (default: --threads); e.g. 1 intra-op thread and 2 BLAS "
+                             "threads is Debian's torch's fastest setting on 2 cores")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--matmul", choices=("fp32", "tf32"), default="fp32",
@@ -287,9 +291,13 @@ def main():
     args.ffn_hidden = args.ffn_hidden or (8 * args.d_model // 3 + 255) // 256 * 256
     if args.heads % args.kv_heads != 0:
         parser.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
+    return args
 
+
+def main():
+    args = parse_args()
     torch.set_num_threads(args.threads)
-    blas = openblas_info(args.threads)
+    blas = openblas_info(args.blas_threads or args.threads)
     device = torch.device(args.device)
     on_gpu = device.type == "cuda"
     if on_gpu:

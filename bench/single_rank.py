@@ -30,6 +30,7 @@ CONFIGS = {
     "small": dict(GPT2, layers=6, d_model=384, heads=6, vocab=4096, seq_len=256, batch=8),
     "gpt2": dict(GPT2, layers=12, d_model=768, heads=12, vocab=50304, seq_len=256, batch=4),
     "gpt2-1024": dict(GPT2, layers=12, d_model=768, heads=12, vocab=50304, seq_len=1024, batch=8),
+    "gpt2-t1024": dict(GPT2, layers=12, d_model=768, heads=12, vocab=50304, seq_len=1024, batch=1),
     "llama": dict(LLAMA, layers=12, d_model=768, heads=12, vocab=16384, seq_len=256, batch=4),
 }
 DEFAULT_CONFIGS = {"cpu": "small,gpt2,llama", "cuda": "gpt2-1024"}
@@ -153,7 +154,7 @@ def run_trident(args, cfg, env):
         return read_timeline(Path(run_dir) / "timeline.h5", args.warmup)
 
 
-def run_pytorch(args, cfg, env):
+def run_pytorch(args, cfg, env, blas_threads=None):
     command = [sys.executable, str(REPO / "bench" / "pytorch_model.py"),
                "--family", cfg["family"], "--layers", str(cfg["layers"]), "--d-model", str(cfg["d_model"]),
                "--heads", str(cfg["heads"]), "--vocab", str(cfg["vocab"]),
@@ -162,6 +163,8 @@ def run_pytorch(args, cfg, env):
                "--threads", str(args.threads), "--device", args.device]
     if cfg["family"] == "llama":
         command += ["--kv-heads", str(cfg["kv_heads"]), "--ffn-hidden", str(cfg["ffn_hidden"])]
+    if blas_threads:
+        command += ["--blas-threads", str(blas_threads)]
     if args.device == "cuda":
         command += ["--matmul", "tf32", "--attention", args.torch_attention]
     output = run_checked("PyTorch reference", command, env)

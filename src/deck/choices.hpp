@@ -71,6 +71,13 @@ inline constexpr std::array<Choice<MatmulPrecision>, 4> kMatmulPrecisions{{{Matm
                                                                            {MatmulPrecision::bf16, "bf16"}}};
 constexpr const auto& choices(MatmulPrecision) { return kMatmulPrecisions; }
 
+// model.attention: how attention is computed (kernels/attention.hpp). tiled: flash-style tiles with
+// an online softmax, memory linear in T; explicit: the T × T probabilities materialised and kept.
+enum class AttentionKernel { tiled, explicit_probabilities };
+inline constexpr std::array<Choice<AttentionKernel>, 2> kAttentionKernels{
+    {{AttentionKernel::tiled, "tiled"}, {AttentionKernel::explicit_probabilities, "explicit"}}};
+constexpr const auto& choices(AttentionKernel) { return kAttentionKernels; }
+
 enum class DataKind { bin, text, synthetic, megatron };
 inline constexpr std::array<Choice<DataKind>, 4> kDataKinds{{{DataKind::bin, "bin"},
                                                              {DataKind::text, "text"},

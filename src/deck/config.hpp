@@ -25,6 +25,9 @@ struct ModelConfig {
   double rope_theta = 500000.0;  // RoPE base
   double norm_eps = 1e-5;        // RMSNorm epsilon (GPT-2's LayerNorm: 1e-5 always)
   bool tie_embeddings = true;    // the deck makes it false for Llama unless given
+  // How attention is computed (as Hugging Face's attn_implementation): the same function either
+  // way, to float reassociation; tiled keeps memory linear in seq_len (kernels/attention.hpp).
+  AttentionKernel attention = AttentionKernel::tiled;
 
   int head_dim() const { return d_model / heads; }
   int key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }

@@ -217,6 +217,7 @@ const std::vector<KeySpec>& deck_keys() {
       integer("model", "vocab", &Deck::model, &ModelConfig::vocab, 2),
       boolean("model", "tie_embeddings", &Deck::model, &ModelConfig::tie_embeddings),
       choice("model", "family", &Deck::model, &ModelConfig::family),
+      choice("model", "attention", &Deck::model, &ModelConfig::attention),
       integer("model", "kv_heads", &Deck::model, &ModelConfig::kv_heads, 1),
       integer("model", "ffn_hidden", &Deck::model, &ModelConfig::ffn_hidden, 1),
       real("model", "rope_theta", &Deck::model, &ModelConfig::rope_theta, kPositive),

@@ -2,8 +2,18 @@
 // is the general case: query head h reads key/value head ⌊h / (heads / kv_heads)⌋; GPT-2's
 // multi-head attention is kv_heads = heads. Each token's q row holds its heads' head_dim columns
 // one after the other (head h at columns h·hd), as do its k, v and output rows.
+//
+// Two kernels compute it (deck key train.attention), equal to float reassociation:
+//   explicit  materialises the [B, H, T, T] probabilities, keeps them for backward, and multiplies
+//             whole T × T blocks (attention.cpp);
+//   tiled     flash-style: query and key tiles with an online softmax, the masked tiles skipped; it
+//             keeps one log-sum-exp per row, and backward recomputes the tiles
+//             (tiled_attention.cpp). Memory grows with T, not T².
 #pragma once
 
+#include <cstddef>
+
+#include "deck/choices.hpp"
 #include "kernels/gemm.hpp"
 
 namespace trident {
@@ -11,27 +21,48 @@ namespace trident {
 struct AttentionShape {
   int B, T, heads, kv_heads, head_dim;
   long q_ld, kv_ld, out_ld;  // floats between consecutive tokens' rows of q, of k and v, of out
+  AttentionKernel kernel = AttentionKernel::tiled;
+
+  // GPT-2's fused layout: qkv [B, T, 3C] holds the q, k and v blocks of C columns each (at qkv,
+  // qkv + C, qkv + 2C); out [B, T, C].
+  static AttentionShape fused_qkv(int B, int T, int C, int heads, AttentionKernel kernel) {
+    return {B, T, heads, heads, C / heads, 3L * C, 3L * C, C, kernel};
+  }
 };
 
-// out (head h at columns h·hd) = softmax_causal(q·kᵀ / √hd) · v per (b, h); probs [B, H, T, T]
-// keeps the attention probabilities for the backward pass.
-void attention_forward(GemmContext& context, float* out, float* probs, const float* q, const float* k, const float* v,
-                       const AttentionShape& shape);
-// probs = softmax_causal(q·kᵀ / √hd), the first half of attention_forward, bit for bit: selective
-// recomputation rebuilds the probabilities in backward instead of stashing them.
-void attention_probabilities(GemmContext& context, float* probs, const float* q, const float* k,
-                             const AttentionShape& shape);
+// The tiled kernel's tiles: kAttentionTile positions (fewer when T is shorter). A 128 × 128 ×
+// head_dim product runs near the BLAS's peak, and a head's tile (64 KiB) stays in the L2 cache.
+inline constexpr int kAttentionTile = 128;
+constexpr int attention_tile(const AttentionShape& s) { return s.T < kAttentionTile ? s.T : kAttentionTile; }
 
-// dq, dk, dv (same layouts as q, k, v; overwritten) = gradient of Σ dout · out; dprobs [B, H, T, T]
-// is scratch.
-void attention_backward(GemmContext& context, float* dq, float* dk, float* dv, float* dprobs, const float* dout,
-                        const float* q, const float* k, const float* v, const float* probs,
+// What forward keeps for backward, in floats: the [B, H, T, T] probabilities (explicit) or the
+// [B, H, T] log-sum-exp of each row's scores (tiled). The planner counts with it (plan/memory.cpp).
+constexpr std::size_t attention_saved_floats(const AttentionShape& s) {
+  const std::size_t rows = static_cast<std::size_t>(s.B) * s.heads * s.T;
+  return s.kernel == AttentionKernel::tiled ? rows : rows * s.T;
+}
+// Scratch that forward and backward write, in floats: the gradient w.r.t. the probabilities
+// [B, H, T, T] (explicit), or two [H, tile, tile] score tiles and an [H, T] row statistic (tiled).
+constexpr std::size_t attention_scratch_floats(const AttentionShape& s) {
+  const std::size_t tile = attention_tile(s);
+  return s.kernel == AttentionKernel::tiled ? static_cast<std::size_t>(s.heads) * (2 * tile * tile + s.T)
+                                            : attention_saved_floats(s);
+}
+
+// out (head h at columns h·hd) = softmax_causal(q·kᵀ / √hd) · v per (b, h); `saved` receives what
+// backward reads (attention_saved_floats).
+void attention_forward(GemmContext& context, float* out, float* saved, float* scratch, const float* q, const float* k,
+                       const float* v, const AttentionShape& shape);
+
+// dq, dk, dv (same layouts as q, k, v; overwritten) = gradient of Σ dout · out, from forward's
+// inputs, its output and what it saved.
+void attention_backward(GemmContext& context, float* dq, float* dk, float* dv, float* scratch, const float* dout,
+                        const float* q, const float* k, const float* v, const float* out, const float* saved,
                         const AttentionShape& shape);
 
-// GPT-2's fused layout: qkv [B, T, 3C] holds the q, k and v blocks of C columns each; out [B, T, C].
-void attention_forward(GemmContext& context, float* out, float* probs, const float* qkv, int B, int T, int C, int H);
-void attention_backward(GemmContext& context, float* dqkv, float* dprobs, const float* dout, const float* qkv,
-                        const float* probs, int B, int T, int C, int H);
-void attention_probabilities(GemmContext& context, float* probs, const float* qkv, int B, int T, int C, int H);
+// The explicit kernel's `saved`, the probabilities softmax_causal(q·kᵀ / √hd), bit for bit as its
+// forward writes them: selective recomputation rebuilds them in backward instead of stashing them.
+void attention_probabilities(GemmContext& context, float* probs, const float* q, const float* k,
+                             const AttentionShape& shape);
 
 }  // namespace trident

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/attention.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/encoder.hpp"
@@ -96,15 +97,18 @@ struct Workspace {
         dln(uninitialised("dln", rows(cfg, B) * cfg.d_model)),
         datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
         dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
-        datt(uninitialised("datt", probabilities(cfg, local, B))),
+        attention(uninitialised("attention", attention_scratch_floats(heads(cfg, local, B)))),
         dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)),
         dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
+  static AttentionShape heads(const ModelConfig& cfg, const TpShape& local, int B) {
+    return {B, cfg.seq_len, local.heads, local.kv_heads, local.head_dim, 0, 0, 0, cfg.attention};
+  }
   static std::size_t probabilities(const ModelConfig& cfg, const TpShape& local, int B) {
-    return static_cast<std::size_t>(B) * local.heads * cfg.seq_len * cfg.seq_len;
+    return attention_saved_floats(heads(cfg, local, B));
   }
   BackwardScratch scratch() const {
-    return {att.data(),  dln.data(), datty.data(),    datt.data(),      dfch.data(),
+    return {att.data(),  dln.data(), datty.data(),    attention.data(), dfch.data(),
             dqkv.data(), dup.data(), gathered.data(), dgathered.data(), dln_local.data()};
   }
 
@@ -114,7 +118,7 @@ struct Workspace {
   static constexpr std::size_t kMostNormTensors = 4;
   FloatBuffer norm_grads;
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
-  FloatBuffer dln, datty, dqkv, datt, dfch, dup;
+  FloatBuffer dln, datty, dqkv, attention, dfch, dup;
 };
 
 // One micro-batch's deferred weight gradients (between I and W of a zero-bubble schedule): each
@@ -195,7 +199,8 @@ class FamilyModel final : public Gpt::Impl {
         gemm_(precision),
         rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
         ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size, !Block::kLayerNorm,
-            recompute == Recompute::selective, sequence_parallel ? tp.size() : 1),
+            recompute == Recompute::selective && cfg.attention == AttentionKernel::explicit_probabilities,
+            sequence_parallel ? tp.size() : 1),
         ctx_{micro_batch_size,
              cfg.seq_len,
              cfg.d_model,
@@ -205,7 +210,8 @@ class FamilyModel final : public Gpt::Impl {
              ws_.scratch(),
              rope_.get(),
              static_cast<float>(cfg.norm_eps),
-             sequence_parallel},
+             sequence_parallel,
+             cfg.attention},
         loss_(micro_batch_size * cfg.seq_len, ctx_.local, tp) {
     for (const ModelChunk& spec : specs)
       chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, sequence_parallel, memory));

@@ -46,7 +46,9 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, R, C);
   linear_forward(ctx.gemm, x.qkv, ctx.gather_rows(x.ln1, ctx.scratch.gathered), w.c_attn_weight, w.c_attn_bias, BT, C,
                  3 * attn);
-  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
+  const AttentionShape heads = AttentionShape::fused_qkv(ctx.B, ctx.T, attn, ctx.local.heads, ctx.attention);
+  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.qkv, x.qkv + attn,
+                    x.qkv + 2 * attn, heads);
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
   residual_forward(x.residual2, x.residual2, input, ctx.local_floats());
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln_2_weight, w.ln_2_bias, R, C);
@@ -93,13 +95,14 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
   weight_grad_now(Linear::attn_proj);
-  const float* probabilities = x.att;
-  if (!probabilities) {  // selective recomputation: rebuilt from the stashed q and k
-    attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, ctx.B, ctx.T, attn, ctx.local.heads);
-    probabilities = ctx.scratch.att;
+  const AttentionShape heads = AttentionShape::fused_qkv(ctx.B, ctx.T, attn, ctx.local.heads, ctx.attention);
+  const float* saved = x.att;
+  if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k
+    attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, x.qkv + attn, heads);
+    saved = ctx.scratch.att;
   }
-  attention_backward(ctx.gemm, kept.qkv, ctx.scratch.datt, ctx.scratch.datty, x.qkv, probabilities, ctx.B, ctx.T, attn,
-                     ctx.local.heads);
+  attention_backward(ctx.gemm, kept.qkv, kept.qkv + attn, kept.qkv + 2 * attn, ctx.scratch.attention, ctx.scratch.datty,
+                     x.qkv, x.qkv + attn, x.qkv + 2 * attn, x.atty, saved, heads);
   linear_backward_input(ctx.gemm, dln, kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
   reduce_over_tp_during(Linear::c_attn);
   layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln_sum, input, x.ln1_mean, x.ln1_rstd, w.ln_1_weight, R,

@@ -44,7 +44,7 @@ struct Gpt2Block {
     float* ln1_mean;   // [R]
     float* ln1_rstd;   // [R]
     float* qkv;        // [B, T, 3C/tp]      this TP rank's heads of q, k and v
-    float* att;        // [B, H/tp, T, T]    attention probabilities
+    float* att;        // what attention keeps: [B, H/tp, T] log-sum-exps (tiled) or [B, H/tp, T, T] probabilities
     float* atty;       // [B, T, C/tp]       attention output, before c_proj
     float* residual2;  // [R, C]      residual stream after attention
     float* ln2;        // [R, C]
@@ -88,7 +88,7 @@ struct Gpt2Block {
 
   // Carves a stash out of consecutive floats: take(n) returns the next n. The planner counts
   // with the same list (take returning null).
-  // Without probabilities (selective recomputation) att is null: the layer uses ctx.scratch.att.
+  // Without it (selective recomputation, explicit kernel) att is null: the layer uses ctx.scratch.att.
   template <class Take>
   static void carve(Stash& x, const StashShape& shape, Take&& take);
   template <class Take>
@@ -112,13 +112,13 @@ struct Gpt2Block {
 template <class Take>
 void Gpt2Block::carve(Stash& x, const StashShape& shape, Take&& take) {
   const TpShape& local = shape.local;
-  const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C, T = shape.T;
-  const std::size_t attn = local.attn_width, mlp = local.mlp_width, H = local.heads;
+  const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C;
+  const std::size_t attn = local.attn_width, mlp = local.mlp_width;
   x.ln1 = take(R * C);
   x.ln1_mean = take(R);
   x.ln1_rstd = take(R);
   x.qkv = take(3 * BT * attn);
-  x.att = shape.keep_probabilities ? take(shape.B * H * T * T) : nullptr;
+  x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * attn);
   x.residual2 = take(R * C);
   x.ln2 = take(R * C);

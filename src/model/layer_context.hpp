@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "comm/comm.hpp"
+#include "deck/choices.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/rope.hpp"
 #include "model/tp_shape.hpp"
@@ -19,13 +20,14 @@ namespace trident {
 enum class WeightGrads { now, deferred };
 
 // Activation gradients inside one layer's backward. Micro-batches run backward one at a time, so
-// one set serves them all. Under selective recomputation `att` holds the attention probabilities a
-// layer's stash does not keep: written by its forward, rebuilt from q and k by its backward.
+// one set serves them all. Under selective recomputation with the explicit attention kernel `att`
+// holds the attention probabilities a layer's stash does not keep: written by its forward, rebuilt
+// from q and k by its backward.
 struct BackwardScratch {
   float* att;    // [B, H/tp, T, T] attention probabilities (selective recomputation only, else null)
   float* dln;    // [B, T, C]       gradient w.r.t. a norm's output
   float* datty;  // [B, T, C/tp]    gradient w.r.t. the attention output
-  float* datt;   // [B, H/tp, T, T] gradient w.r.t. the attention probabilities
+  float* attention;  // the attention kernel's scratch, forward and backward (attention_scratch_floats)
   float* dfch;   // [B, T, F/tp]    gradient w.r.t. the MLP's hidden layer (Llama: then its gate)
   float* dqkv;   // [B, T, 3C/tp]   gradient w.r.t. q, k and v (weights now)
   float* dup;    // [B, T, F/tp]    Llama: gradient w.r.t. the MLP's up projection (weights now)
@@ -37,12 +39,13 @@ struct BackwardScratch {
 
 // The shape of one micro-batch's stash on this rank: the TP share of the columns, the B·T rows of
 // the tensor-parallel region, and the residual stream's rows (B·T / tp under sequence
-// parallelism). keep_probabilities = false (selective recomputation): no attention probabilities.
+// parallelism), and what the attention kernel saves for backward (attention_saved_floats; 0 under
+// selective recomputation with the explicit kernel, whose probabilities are then rebuilt).
 struct StashShape {
   TpShape local;
   std::size_t B, T, C;
   std::size_t stream_rows;
-  bool keep_probabilities = true;
+  std::size_t attention_saved;
   std::size_t rows() const { return B * T; }
 };
 
@@ -57,6 +60,7 @@ struct LayerContext {
   // parallel.sequence_parallel: the residual stream (block inputs and outputs, norms, residual
   // adds) holds local_rows() = B·T/tp rows on each TP rank, a contiguous block of the [B·T] rows.
   bool sequence_parallel = false;
+  AttentionKernel attention = AttentionKernel::tiled;  // model.attention
 
   int rows() const { return B * T; }  // rows of the tensor-parallel region: every position
   std::size_t hidden_floats() const { return static_cast<std::size_t>(B) * T * C; }  // one [B, T, C] tensor

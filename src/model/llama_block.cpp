@@ -18,7 +18,7 @@ AttentionShape attention_shape(const LayerContext& ctx) {
   const TpShape& local = ctx.local;
   const long q_width = static_cast<long>(local.heads) * local.head_dim;
   const long kv_width = static_cast<long>(local.kv_heads) * local.head_dim;
-  return {ctx.B, ctx.T, local.heads, local.kv_heads, local.head_dim, q_width, kv_width, q_width};
+  return {ctx.B, ctx.T, local.heads, local.kv_heads, local.head_dim, q_width, kv_width, q_width, ctx.attention};
 }
 
 }  // namespace
@@ -63,7 +63,8 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   linear_forward(ctx.gemm, x.v, norm1, w.v_proj, nullptr, BT, C, kv_width, kLinear);
   rope_rotate(x.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, +1);
   rope_rotate(x.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, +1);
-  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, x.q, x.k, x.v, attention_shape(ctx));
+  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.q, x.k, x.v,
+                    attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.o_proj, q_width);
   residual_forward(x.residual2, x.residual2, input, ctx.local_floats());
   rmsnorm_forward(x.norm2, x.norm2_rstd, x.residual2, w.post_attention_norm, ctx.norm_eps, R, C);
@@ -110,13 +111,13 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, q_width, C, kLinear);
   weight_grads_now({Linear::o});
-  const float* probabilities = x.att;
-  if (!probabilities) {  // selective recomputation: rebuilt from the stashed q and k (after RoPE)
+  const float* saved = x.att;
+  if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k (after RoPE)
     attention_probabilities(ctx.gemm, ctx.scratch.att, x.q, x.k, attention_shape(ctx));
-    probabilities = ctx.scratch.att;
+    saved = ctx.scratch.att;
   }
-  attention_backward(ctx.gemm, kept.q, kept.k, kept.v, ctx.scratch.datt, ctx.scratch.datty, x.q, x.k, x.v,
-                     probabilities, attention_shape(ctx));
+  attention_backward(ctx.gemm, kept.q, kept.k, kept.v, ctx.scratch.attention, ctx.scratch.datty, x.q, x.k, x.v, x.atty,
+                     saved, attention_shape(ctx));
   rope_rotate(kept.q, *ctx.rope, ctx.B, ctx.local.heads, q_width, -1);
   rope_rotate(kept.k, *ctx.rope, ctx.B, ctx.local.kv_heads, kv_width, -1);
   linear_backward_input(ctx.gemm, dln, kept.q, w.q_proj, BT, C, q_width, kLinear);

@@ -39,7 +39,7 @@ struct LlamaBlock {
     float* q;           // [B, T, H/tp · hd]   after RoPE
     float* k;           // [B, T, KV/tp · hd]  after RoPE
     float* v;           // [B, T, KV/tp · hd]
-    float* att;         // [B, H/tp, T, T]     attention probabilities
+    float* att;         // what attention keeps: [B, H/tp, T] log-sum-exps (tiled) or [B, H/tp, T, T] probabilities
     float* atty;        // [B, T, H/tp · hd]   attention output, before o_proj
     float* residual2;   // [R, C]  residual stream after attention
     float* norm2;       // [R, C]  post_attention_layernorm output
@@ -80,7 +80,7 @@ struct LlamaBlock {
     return {out, ctx.scratch.dfch, ctx.scratch.dup, out, q, k, v};
   }
 
-  // Without probabilities (selective recomputation) att is null: the layer uses ctx.scratch.att.
+  // Without it (selective recomputation, explicit kernel) att is null: the layer uses ctx.scratch.att.
   template <class Take>
   static void carve(Stash& x, const StashShape& shape, Take&& take);
   template <class Take>
@@ -100,14 +100,14 @@ struct LlamaBlock {
 template <class Take>
 void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
   const TpShape& local = shape.local;
-  const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C, T = shape.T;
+  const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C;
   const std::size_t hd = local.head_dim, f = local.mlp_width;
   x.norm1 = take(R * C);
   x.norm1_rstd = take(R);
   x.q = take(BT * local.heads * hd);
   x.k = take(BT * local.kv_heads * hd);
   x.v = take(BT * local.kv_heads * hd);
-  x.att = shape.keep_probabilities ? take(shape.B * local.heads * T * T) : nullptr;
+  x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * local.heads * hd);
   x.residual2 = take(R * C);
   x.norm2 = take(R * C);

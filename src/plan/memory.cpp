@@ -4,10 +4,22 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/attention.hpp"
 #include "plan/model_size.hpp"
 #include "plan/pipeline_theory.hpp"
 
 namespace trident {
+
+namespace {
+
+// One TP rank's heads of a micro-batch, as the attention kernel sizes its tensors (row strides
+// play no part in the sizes).
+AttentionShape local_heads_shape(const ModelConfig& model, int micro_batch_size, int tp) {
+  return {micro_batch_size, model.seq_len, model.heads / tp, model.key_value_heads() / tp, model.head_dim(), 0, 0, 0,
+          model.attention};
+}
+
+}  // namespace
 
 std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int first_layer,
                                               int num_layers, bool first_stage, bool last_stage, int tp,
@@ -19,9 +31,7 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   }
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len;
   const std::int64_t c = model.d_model;
-  const std::int64_t t = model.seq_len;
   const std::int64_t f = model.mlp_hidden();
-  const std::int64_t local_heads = model.heads / tp;
   const std::int64_t qkv_width =
       static_cast<std::int64_t>(model.heads + 2 * model.key_value_heads()) * model.head_dim() / tp;
   // The residual stream's rows on this rank: all of them, or 1/tp under sequence parallelism.
@@ -30,11 +40,13 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * rows : rows;
   // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up.
   const std::int64_t mlp_hidden = (model.family == ModelFamily::gpt2 ? 2 : 3) * bt * f / tp;
-  const std::int64_t probabilities = mode.keep_probabilities ? micro_batch_size * local_heads * t * t : 0;
+  const AttentionShape heads = local_heads_shape(model, micro_batch_size, tp);
+  const bool rebuilt = !mode.keep_probabilities && model.attention == AttentionKernel::explicit_probabilities;
+  const std::int64_t attention_saved = rebuilt ? 0 : static_cast<std::int64_t>(attention_saved_floats(heads));
 
   const std::int64_t per_layer = rows * c + norm_stats    // first norm
                                  + bt * qkv_width         // q, k, v
-                                 + probabilities          // attention probabilities
+                                 + attention_saved        // what attention keeps for backward
                                  + bt * c / tp            // attention output (before its projection)
                                  + rows * c               // residual after attention
                                  + rows * c + norm_stats  // second norm
@@ -56,10 +68,10 @@ std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro
 
 std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel) {
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
-  const std::int64_t probabilities =
-      std::int64_t{micro_batch_size} * (model.heads / tp) * model.seq_len * model.seq_len;
+  const auto attention =
+      static_cast<std::int64_t>(attention_scratch_floats(local_heads_shape(model, micro_batch_size, tp)));
   const std::int64_t mlp = bt * (model.mlp_hidden() / tp) * (model.family == ModelFamily::llama ? 2 : 1);
-  std::int64_t floats = 2 * bt * c + 4 * bt * c / tp + probabilities + mlp;
+  std::int64_t floats = 2 * bt * c + 4 * bt * c / tp + attention + mlp;
   if (sequence_parallel) floats += 2 * bt * c + bt * c / tp + 8 * c;
   return floats;
 }
@@ -73,8 +85,8 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   const bool selective = deck.schedule.recompute == Recompute::selective;
   RankMemory memory;
   memory.workspace_bytes = 4 * workspace_floats(deck.model, mbs, tp, deck.parallel.sequence_parallel);
-  // Selective recomputation rebuilds one layer's attention probabilities at a time, in one buffer.
-  if (selective)
+  // Selective recomputation rebuilds one layer's explicit attention probabilities at a time, in one buffer.
+  if (selective && deck.model.attention == AttentionKernel::explicit_probabilities)
     memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *
                              deck.model.seq_len;
   for (int stage = rank; stage <= last; stage += pp) {  // the rank's chunks: every pp-th virtual stage

@@ -16,17 +16,18 @@ namespace trident {
 //   every stage        its input B*T*C: the embedding output on the first stage (which also keeps
 //                      the B*T token ids), the activation received from the previous stage on the
 //                      others
-//   per layer          ln_1 out B*T*C, ln_1 mean+rstd 2*B*T, qkv 3*B*T*C, attention probabilities
-//                      B*H*T*T, attention output B*T*C, residual after attention B*T*C, ln_2 out
-//                      B*T*C, ln_2 mean+rstd 2*B*T, fc pre-activation 4*B*T*C, gelu output 4*B*T*C,
-//                      block output B*T*C          (= B*T*(16C + 4) + B*H*T^2)
+//   per layer          ln_1 out B*T*C, ln_1 mean+rstd 2*B*T, qkv 3*B*T*C, what attention saves
+//                      (model.attention "tiled": a log-sum-exp per row, B*H*T; "explicit": the
+//                      probabilities B*H*T*T), attention output B*T*C, residual after attention
+//                      B*T*C, ln_2 out B*T*C, ln_2 mean+rstd 2*B*T, fc pre-activation 4*B*T*C,
+//                      gelu output 4*B*T*C, block output B*T*C (= B*T*(16C + 4) + B*H*T, tiled)
 //   last stage         ln_f out B*T*C + mean/rstd 2*B*T, probabilities B*T*V, per-token losses B*T
 // (Llama: RMSNorm keeps rstd only, q/k/v are (H + 2 kv_heads) head widths, SwiGLU keeps gate, up
 // and their product.) With tp > 1 this is one TP rank's share: the head-split terms (qkv,
 // attention probabilities with H / tp heads, attention output) and the MLP terms are divided by
 // tp, and the probabilities cover the rank's vocabulary shard (V padded to a multiple of tp,
 // divided by tp); the rest is replicated. With mode.keep_probabilities = false (schedule.recompute
-// = "selective") the B*(H/tp)*T^2 attention probabilities are not stashed; with
+// = "selective") the explicit kernel's B*(H/tp)*T^2 attention probabilities are not stashed; with
 // mode.sequence_parallel the residual stream's tensors (the stage's input, the norms' outputs and
 // statistics, the residuals, the block outputs) hold B*T/tp rows. Throws std::invalid_argument if
 // the layers fall outside the model.

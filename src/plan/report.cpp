@@ -253,27 +253,38 @@ void print_schedule(std::ostream& out, const Deck& deck) {
   if (schedule.recompute == Recompute::full) {
     fields.push_back({"recompute", "full: keep each chunk's input, recompute the rest before its backward"});
   } else if (schedule.recompute == Recompute::selective) {
-    fields.push_back({"recompute", "selective: the attention probabilities are not stashed, each layer's backward "
-                                   "recomputes them from q and k"});
+    fields.push_back({"recompute", deck.model.attention == AttentionKernel::tiled
+                                       ? "selective: tiled attention keeps no probabilities, so nothing is dropped"
+                                       : "selective: the attention probabilities are not stashed, each layer's "
+                                         "backward recomputes them from q and k"});
   }
   out << "\nSchedule\n";
   print_fields(out, fields);
 }
 
 // What the memory table adds to the stashes in flight: RankMemory::recompute_bytes.
-std::string recomputed_memory_note(Recompute recompute) {
+std::string recomputed_memory_note(Recompute recompute, AttentionKernel attention) {
   switch (recompute) {
     case Recompute::full: return " + one chunk recomputed";
-    case Recompute::selective: return " + one layer's attention probabilities, recomputed";
+    case Recompute::selective:
+      if (attention == AttentionKernel::explicit_probabilities)
+        return " + one layer's attention probabilities, recomputed";
+      break;
     case Recompute::none: break;
   }
   return "";
 }
 
+std::string attention_memory_note(AttentionKernel attention) {
+  return attention == AttentionKernel::tiled ? "; tiled attention: one log-sum-exp per row, linear in seq_len"
+                                             : "; explicit attention: B x heads/tp x seq_len^2 probabilities per layer";
+}
+
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
   out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch"
-      << recomputed_memory_note(deck.schedule.recompute)
+      << recomputed_memory_note(deck.schedule.recompute, deck.model.attention)
+      << attention_memory_note(deck.model.attention)
       << (deck.parallel.sequence_parallel ? "; sequence parallel: the residual stream's tensors hold 1/tp of the rows"
                                           : "")
       << ")\n";

@@ -13,9 +13,14 @@ constexpr int B = 2, T = 5, C = 12, H = 3, hd = C / H;
 
 struct AttentionCase {
   GemmContext gemm;
+  AttentionShape shape = AttentionShape::fused_qkv(B, T, C, H, AttentionKernel::explicit_probabilities);
   FloatBuffer qkv = random_buffer(B * T * 3 * C, 1);
   FloatBuffer out{"out", B * T * C}, probs{"probs", B * H * T * T};
-  void forward() { attention_forward(gemm, out.data(), probs.data(), qkv.data(), B, T, C, H); }
+  FloatBuffer scratch{"scratch", attention_scratch_floats(shape)};
+  void forward() {
+    attention_forward(gemm, out.data(), probs.data(), scratch.data(), qkv.data(), qkv.data() + C, qkv.data() + 2 * C,
+                      shape);
+  }
 };
 
 TEST(Attention, ForwardMatchesCausalReference) {
@@ -53,9 +58,11 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
     return dot(proj, a.out);
   };
   a.forward();
-  // dqkv is overwritten, dprobs is scratch: fill both with garbage first.
+  // dqkv is overwritten, the scratch is written: fill both with garbage first.
   const FloatBuffer dqkv = random_buffer(B * T * 3 * C, 3), dprobs = random_buffer(B * H * T * T, 4);
-  attention_backward(a.gemm, dqkv.data(), dprobs.data(), proj.data(), a.qkv.data(), a.probs.data(), B, T, C, H);
+  const float* qkv = a.qkv.data();
+  attention_backward(a.gemm, dqkv.data(), dqkv.data() + C, dqkv.data() + 2 * C, dprobs.data(), proj.data(), qkv,
+                     qkv + C, qkv + 2 * C, a.out.data(), a.probs.data(), a.shape);
   expect_gradient("qkv", a.qkv, to_host(dqkv), objective, 1e-2f);
 }
 
@@ -69,8 +76,11 @@ struct GqaCase {
   FloatBuffer q = random_buffer(B * T * q_ld, 11), k = random_buffer(B * T * kv_ld, 12),
               v = random_buffer(B * T * kv_ld, 13);
   FloatBuffer out{"out", B*T*out_ld}, probs{"probs", B*kHeads*T*T};
-  AttentionShape shape{B, T, kHeads, kKvHeads, kHeadDim, q_ld, kv_ld, out_ld};
-  void forward() { attention_forward(gemm, out.data(), probs.data(), q.data(), k.data(), v.data(), shape); }
+  AttentionShape shape{B, T, kHeads, kKvHeads, kHeadDim, q_ld, kv_ld, out_ld, AttentionKernel::explicit_probabilities};
+  FloatBuffer scratch{"scratch", attention_scratch_floats(shape)};
+  void forward() {
+    attention_forward(gemm, out.data(), probs.data(), scratch.data(), q.data(), k.data(), v.data(), shape);
+  }
 };
 
 TEST(Attention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
@@ -99,19 +109,22 @@ TEST(Attention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
     }
 }
 
-TEST(Attention, GroupedQueryBackwardMatchesFiniteDifferences) {
+// Finite differences through q, k and v of the grouped-query case, with `kernel`.
+void expect_grouped_query_gradients(AttentionKernel kernel) {
   GqaCase a;
+  a.shape.kernel = kernel;
+  a.scratch = random_buffer(attention_scratch_floats(a.shape), 18);  // garbage: the kernel must overwrite it
   const FloatBuffer proj = random_buffer(B * T * out_ld, 14);
   auto objective = [&] {
     a.forward();
     return dot(proj, a.out);
   };
   a.forward();
-  // Overwritten outputs and scratch: filled with garbage first.
+  // Overwritten outputs: filled with garbage first.
   const FloatBuffer dq = random_buffer(B * T * q_ld, 15), dk = random_buffer(B * T * kv_ld, 16),
-                    dv = random_buffer(B * T * kv_ld, 17), dprobs = random_buffer(B * kHeads * T * T, 18);
-  attention_backward(a.gemm, dq.data(), dk.data(), dv.data(), dprobs.data(), proj.data(), a.q.data(), a.k.data(),
-                     a.v.data(), a.probs.data(), a.shape);
+                    dv = random_buffer(B * T * kv_ld, 17);
+  attention_backward(a.gemm, dq.data(), dk.data(), dv.data(), a.scratch.data(), proj.data(), a.q.data(), a.k.data(),
+                     a.v.data(), a.out.data(), a.probs.data(), a.shape);
   // Padding columns carry no gradient: zero them in the analytic result as the objective ignores them.
   auto real_columns = [](std::vector<float> grad, long ld, int width) {
     for (std::size_t i = 0; i < grad.size(); ++i)
@@ -121,6 +134,79 @@ TEST(Attention, GroupedQueryBackwardMatchesFiniteDifferences) {
   expect_gradient("q", a.q, real_columns(to_host(dq), q_ld, kHeads * kHeadDim), objective, 1e-2f);
   expect_gradient("k", a.k, real_columns(to_host(dk), kv_ld, kKvHeads * kHeadDim), objective, 1e-2f);
   expect_gradient("v", a.v, real_columns(to_host(dv), kv_ld, kKvHeads * kHeadDim), objective, 1e-2f);
+}
+
+TEST(Attention, GroupedQueryBackwardMatchesFiniteDifferences) {
+  expect_grouped_query_gradients(AttentionKernel::explicit_probabilities);
+}
+
+// The tiled kernel against the explicit one, on shapes with several tiles and a short last one
+// (T = 300: 128 + 128 + 44), grouped-query heads and padded rows: the outputs and every gradient
+// agree within the numerics contract's 1e-5 (relative to the values' scale).
+struct KernelRun {
+  std::vector<float> out, dq, dk, dv;
+};
+
+KernelRun run_kernel(AttentionShape shape, AttentionKernel kernel, std::uint64_t seed) {
+  shape.kernel = kernel;
+  const std::size_t q_floats = static_cast<std::size_t>(shape.B) * shape.T * shape.q_ld;
+  const std::size_t kv_floats = static_cast<std::size_t>(shape.B) * shape.T * shape.kv_ld;
+  const std::size_t out_floats = static_cast<std::size_t>(shape.B) * shape.T * shape.out_ld;
+  GemmContext gemm;
+  const FloatBuffer q = random_buffer(q_floats, seed), k = random_buffer(kv_floats, seed + 1),
+                    v = random_buffer(kv_floats, seed + 2), dout = random_buffer(out_floats, seed + 3);
+  // Outputs and scratch start as garbage: the kernels must overwrite what they return.
+  const FloatBuffer out = random_buffer(out_floats, 90), saved = random_buffer(attention_saved_floats(shape), 91),
+                    scratch = random_buffer(attention_scratch_floats(shape), 92), dq = random_buffer(q_floats, 93),
+                    dk = random_buffer(kv_floats, 94), dv = random_buffer(kv_floats, 95);
+  attention_forward(gemm, out.data(), saved.data(), scratch.data(), q.data(), k.data(), v.data(), shape);
+  attention_backward(gemm, dq.data(), dk.data(), dv.data(), scratch.data(), dout.data(), q.data(), k.data(), v.data(),
+                     out.data(), saved.data(), shape);
+  return {to_host(out), to_host(dq), to_host(dk), to_host(dv)};
+}
+
+// Only the columns the heads occupy in each row of `ld` floats; padding is left as it was.
+void expect_equal_columns(const char* what, const std::vector<float>& tiled, const std::vector<float>& reference,
+                          long ld, long width) {
+  double scale = 0.0;
+  for (float x : reference) scale = std::max(scale, std::abs(double(x)));
+  int reported = 0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    if (static_cast<long>(i % ld) >= width) continue;
+    if (std::abs(double(tiled[i]) - reference[i]) > 1e-5 * std::max(1.0, scale) && ++reported <= 5)
+      ADD_FAILURE() << what << "[" << i << "]: tiled " << tiled[i] << ", explicit " << reference[i];
+  }
+}
+
+void expect_tiled_matches_explicit(const AttentionShape& shape) {
+  const KernelRun tiled = run_kernel(shape, AttentionKernel::tiled, 21);
+  const KernelRun reference = run_kernel(shape, AttentionKernel::explicit_probabilities, 21);
+  const long q_width = long{shape.heads} * shape.head_dim, kv_width = long{shape.kv_heads} * shape.head_dim;
+  expect_equal_columns("out", tiled.out, reference.out, shape.out_ld, q_width);
+  expect_equal_columns("dq", tiled.dq, reference.dq, shape.q_ld, q_width);
+  expect_equal_columns("dk", tiled.dk, reference.dk, shape.kv_ld, kv_width);
+  expect_equal_columns("dv", tiled.dv, reference.dv, shape.kv_ld, kv_width);
+}
+
+TEST(TiledAttention, MatchesExplicitOnGroupedQueryHeadsOverSeveralTiles) {
+  expect_tiled_matches_explicit({2, 300, 4, 2, 16, 4 * 16 + 3, 2 * 16 + 1, 4 * 16 + 5});
+}
+
+TEST(TiledAttention, MatchesExplicitOnMultiHeadAttentionOverSeveralTiles) {
+  expect_tiled_matches_explicit(AttentionShape::fused_qkv(1, 2 * kAttentionTile + 1, 24, 3, AttentionKernel::tiled));
+}
+
+TEST(TiledAttention, BackwardMatchesFiniteDifferences) { expect_grouped_query_gradients(AttentionKernel::tiled); }
+
+// What the tiled kernel keeps is linear in T: one log-sum-exp per (sequence, head, position), and
+// its scratch does not grow with T² either.
+TEST(TiledAttention, SavesOneValuePerRowAndScratchLinearInT) {
+  const AttentionShape shape{2, 4096, 12, 4, 64, 0, 0, 0, AttentionKernel::tiled};
+  EXPECT_EQ(attention_saved_floats(shape), 2u * 12 * 4096);
+  EXPECT_EQ(attention_scratch_floats(shape), 12u * (2 * 128 * 128 + 4096));
+  AttentionShape explicit_shape = shape;
+  explicit_shape.kernel = AttentionKernel::explicit_probabilities;
+  EXPECT_EQ(attention_saved_floats(explicit_shape), 2u * 12 * 4096 * 4096);
 }
 
 }  // namespace

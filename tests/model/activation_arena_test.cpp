@@ -13,12 +13,13 @@ using namespace testing;
 
 // The stash list in bytes, written out independently of the arena's carving. Under tensor
 // parallelism qkv, att, atty, fch and fch_gelu hold this rank's heads / columns and the logits its
-// share of the padded vocabulary.
+// share of the padded vocabulary. att: a log-sum-exp per row (tiled attention) or the probabilities.
 std::size_t expected_stash_bytes(const ModelConfig& cfg, std::size_t B, std::size_t tp = 1) {
   const std::size_t T = cfg.seq_len, C = cfg.d_model, H = cfg.heads, V = cfg.vocab, L = cfg.layers;
   const std::size_t BT = B * T;
-  const std::size_t per_layer = BT * C + 2 * BT + 3 * BT * C / tp + B * H / tp * T * T + BT * C / tp + BT * C +
-                                BT * C + 2 * BT + 4 * BT * C / tp + 4 * BT * C / tp + BT * C;
+  const std::size_t att = B * H / tp * T * (cfg.attention == AttentionKernel::tiled ? 1 : T);
+  const std::size_t per_layer = BT * C + 2 * BT + 3 * BT * C / tp + att + BT * C / tp + BT * C + BT * C + 2 * BT +
+                                4 * BT * C / tp + 4 * BT * C / tp + BT * C;
   const std::size_t floats = BT * C + L * per_layer + BT * C + 2 * BT + BT * ((V + tp - 1) / tp) + BT;
   return 4 * floats + 4 * BT;  // + int32 tokens
 }
@@ -30,6 +31,9 @@ TEST(ActivationArena, StashSizeMatchesPlannerFormula) {
   EXPECT_EQ(stash_bytes(gpt2, 4), expected_stash_bytes(gpt2, 4));
   for (int tp : {2, 3, 4})
     EXPECT_EQ(stash_bytes(gpt2, 4, tp), expected_stash_bytes(gpt2, 4, tp)) << "tp " << tp;
+  gpt2.attention = AttentionKernel::explicit_probabilities;
+  EXPECT_EQ(stash_bytes(gpt2, 4), expected_stash_bytes(gpt2, 4));
+  EXPECT_EQ(stash_bytes(gpt2, 4, 2), expected_stash_bytes(gpt2, 4, 2));
 }
 
 TEST(ActivationArena, ReusesFreedSlotsAndTracksPeak) {

@@ -173,10 +173,11 @@ TEST(ChunkedModel, RecomputeStashesOnlyInputs) {
   EXPECT_EQ(recomputed.activation_bytes(), hidden * sizeof(float));
 }
 
-// Selective recomputation stashes all but the attention probabilities, and rebuilds them with the
-// same kernel: loss and gradients are bit for bit those of the stashed run.
+// Selective recomputation stashes all but the explicit attention kernel's probabilities, and
+// rebuilds them with the same kernel: loss and gradients are bit for bit those of the stashed run.
 TEST(ChunkedModel, SelectiveRecomputeDropsOnlyTheProbabilitiesAndChangesNoBit) {
-  const ModelConfig cfg = four_layers();
+  ModelConfig cfg = four_layers();
+  cfg.attention = AttentionKernel::explicit_probabilities;
   const int B = 2, BT = B * cfg.seq_len;
   const ModelChunk whole{0, cfg.layers, true, true};
   const IntBuffer tokens = random_tokens(BT, cfg.vocab, 11), targets = random_tokens(BT, cfg.vocab, 12);
@@ -190,6 +191,22 @@ TEST(ChunkedModel, SelectiveRecomputeDropsOnlyTheProbabilitiesAndChangesNoBit) {
   kept.backward(0, 1.0f / BT);
   selective.backward(0, 1.0f / BT);
   EXPECT_EQ(selective_loss, kept_loss);
+  EXPECT_EQ(to_host(selective.params().grads), to_host(kept.params().grads));
+}
+
+// The tiled kernel keeps no probabilities: selective recomputation stashes what none does.
+TEST(ChunkedModel, SelectiveRecomputeWithTiledAttentionKeepsTheSameStash) {
+  const ModelConfig cfg = four_layers();
+  ASSERT_EQ(cfg.attention, AttentionKernel::tiled);
+  const int B = 2, BT = B * cfg.seq_len;
+  const ModelChunk whole{0, cfg.layers, true, true};
+  const IntBuffer tokens = random_tokens(BT, cfg.vocab, 11), targets = random_tokens(BT, cfg.vocab, 12);
+  Gpt kept(cfg, B, 5, no_tp(), {whole});
+  Gpt selective(cfg, B, 5, no_tp(), {whole}, Recompute::selective);
+  EXPECT_EQ(selective.forward(0, tokens, targets), kept.forward(0, tokens, targets));
+  EXPECT_EQ(selective.activation_bytes(), kept.activation_bytes());
+  kept.backward(0, 1.0f / BT);
+  selective.backward(0, 1.0f / BT);
   EXPECT_EQ(to_host(selective.params().grads), to_host(kept.params().grads));
 }
 

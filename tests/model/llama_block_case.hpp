@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gradient_check.hpp"
+#include "kernels/attention.hpp"
 #include "model/llama_block.hpp"
 #include "model_test_support.hpp"
 
@@ -45,22 +46,23 @@ struct BlockCase {
   ParamStore params;
   GemmContext gemm;
   RopeTable rope{cfg.seq_len, cfg.head_dim(), cfg.rope_theta};
-  FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C},
-      datt{"datt", static_cast<std::size_t>(B) * cfg.heads*cfg.seq_len*cfg.seq_len}, dfch{"dfch", rows*F},
-      dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
+  AttentionShape heads{B, cfg.seq_len, cfg.heads, cfg.key_value_heads(), cfg.head_dim(), 0, 0, 0, cfg.attention};
+  FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C}, attention{"attention", attention_scratch_floats(heads)},
+      dfch{"dfch", rows*F}, dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
   LayerContext ctx{B,
                    cfg.seq_len,
                    cfg.d_model,
                    local,
                    no_tp(),
                    gemm,
-                   {nullptr, dln.data(), datty.data(), datt.data(), dfch.data(), dqkv.data(), dup.data()},
+                   {nullptr, dln.data(), datty.data(), attention.data(), dfch.data(), dqkv.data(), dup.data()},
                    &rope,
                    1e-5f};
   LlamaBlock::Stash stash{};
   LlamaBlock::OutputGrads kept{};
   FloatBuffer stash_floats = carved(stash, [&](auto& x, auto&& take) {
-    LlamaBlock::carve(x, StashShape{local, B, static_cast<std::size_t>(cfg.seq_len), C, rows}, take);
+    LlamaBlock::carve(
+        x, StashShape{local, B, static_cast<std::size_t>(cfg.seq_len), C, rows, attention_saved_floats(heads)}, take);
   });
   FloatBuffer kept_floats = carved(kept, [&](auto& g, auto&& take) { LlamaBlock::carve(g, local, rows, C, take); });
   FloatBuffer input = random_buffer(rows * C, 1);

@@ -11,9 +11,11 @@
 namespace trident {
 namespace {
 
-// B 2, T 4, C 8, H 2, V 16, L 3: B*T = 8.
+// B 2, T 4, C 8, H 2, V 16, L 3: B*T = 8. The hand counts below are for the explicit attention
+// kernel, whose T×T probabilities show in them; TiledAttention* tests count the tiled one.
 ModelConfig tiny() {
   ModelConfig model;
+  model.attention = AttentionKernel::explicit_probabilities;
   model.layers = 3;
   model.d_model = 8;
   model.heads = 2;
@@ -69,6 +71,19 @@ TEST(Memory, SequenceParallelShardsTheResidualStream) {
   const std::int64_t head_and_loss = 40 + 64 + 8;
   EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true, 2, {.sequence_parallel = true}),
             kInput / 2 + kTokens + 3 * layer + head_and_loss);
+}
+
+// The tiled kernel keeps one log-sum-exp per (sequence, head, position), B*H*T = 16 per layer,
+// instead of the 64 probabilities; its scratch is H * (2 tile^2 + T) with the tile T = 4: 72.
+TEST(Memory, TiledAttentionKeepsOneValuePerRow) {
+  ModelConfig model = tiny();
+  model.attention = AttentionKernel::tiled;
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true),
+            kInput + kTokens + 3 * (kLayer - kProbabilities + 16) + kHeadAndLoss);
+  // Selective recomputation has nothing to drop then.
+  EXPECT_EQ(activation_floats_per_microbatch(model, kB, 0, 3, true, true, 1, {.keep_probabilities = false}),
+            activation_floats_per_microbatch(model, kB, 0, 3, true, true));
+  EXPECT_EQ(workspace_floats(model, kB, 1, false), 64 + 64 + 64 + 192 + 72 + 256);
 }
 
 TEST(Memory, ProbabilitiesCoverThePaddedVocabShard) {

@@ -13,7 +13,12 @@ namespace {
 TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
   const ModelConfig shapes[] = {
       {.layers = 2, .d_model = 64, .heads = 4, .seq_len = 64, .vocab = 256},
-      {.layers = 3, .d_model = 48, .heads = 6, .seq_len = 17, .vocab = 101},
+      {.layers = 3,
+       .d_model = 48,
+       .heads = 6,
+       .seq_len = 17,
+       .vocab = 101,
+       .attention = AttentionKernel::explicit_probabilities},  // the others: tiled attention
       {.layers = 12, .d_model = 768, .heads = 12, .seq_len = 256, .vocab = 50304},
       // Llama: grouped-query attention, SwiGLU, RMSNorm (rstd only), untied head.
       {.family = ModelFamily::llama,
@@ -32,7 +37,8 @@ TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
        .seq_len = 17,
        .vocab = 101,
        .kv_heads = 6,
-       .tie_embeddings = false},
+       .tie_embeddings = false,
+       .attention = AttentionKernel::explicit_probabilities},
   };
   for (const ModelConfig& shape : shapes) {
     const int L = shape.layers;

@@ -1,0 +1,113 @@
+// Attention kernels alone (issue 19, item 3): forward + backward of one layer's attention with the
+// tiled and the explicit kernel, GPT-2 124M's heads (12 × 64) at T = 256 (B = 4) and T = 1024
+// (B = 1) by default, the medians of --repeats timings, and the ratio explicit / tiled measured in
+// the same run. Threads: the BLAS's own (OPENBLAS_NUM_THREADS); the row kernels run on one.
+//
+//   build/cpu/bench/attention_kernels [--repeats N] [--shape B,T,heads,kv_heads,head_dim ...]
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.hpp"
+#include "kernels/device.hpp"
+
+namespace {
+
+using trident::AttentionKernel;
+using trident::AttentionShape;
+using trident::FloatBuffer;
+
+FloatBuffer filled(std::size_t n, std::uint64_t seed) {
+  FloatBuffer buffer("bench", n);
+  auto host = Kokkos::create_mirror_view(buffer);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::size_t i = 0; i < n; ++i) host(i) = normal(rng);
+  Kokkos::deep_copy(buffer, host);
+  return buffer;
+}
+
+struct Timing {
+  double forward_ms, backward_ms;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+Timing time_kernel(AttentionShape shape, AttentionKernel kernel, int repeats) {
+  shape.kernel = kernel;
+  const std::size_t q = std::size_t(shape.B) * shape.T * shape.q_ld, kv = std::size_t(shape.B) * shape.T * shape.kv_ld;
+  const std::size_t out_floats = std::size_t(shape.B) * shape.T * shape.out_ld;
+  const FloatBuffer queries = filled(q, 1), keys = filled(kv, 2), values = filled(kv, 3), dout = filled(out_floats, 4);
+  FloatBuffer out("out", out_floats), saved("saved", trident::attention_saved_floats(shape)),
+      scratch("scratch", trident::attention_scratch_floats(shape)), dq("dq", q), dk("dk", kv), dv("dv", kv);
+  trident::GemmContext gemm;
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> forward, backward;
+  for (int r = 0; r <= repeats; ++r) {  // the first run warms the caches and the BLAS
+    const auto start = Clock::now();
+    trident::attention_forward(gemm, out.data(), saved.data(), scratch.data(), queries.data(), keys.data(),
+                               values.data(), shape);
+    Kokkos::fence();
+    const auto middle = Clock::now();
+    trident::attention_backward(gemm, dq.data(), dk.data(), dv.data(), scratch.data(), dout.data(), queries.data(),
+                                keys.data(), values.data(), out.data(), saved.data(), shape);
+    Kokkos::fence();
+    const auto end = Clock::now();
+    if (r == 0) continue;
+    forward.push_back(std::chrono::duration<double, std::milli>(middle - start).count());
+    backward.push_back(std::chrono::duration<double, std::milli>(end - middle).count());
+  }
+  return {median(forward), median(backward)};
+}
+
+AttentionShape parse_shape(const char* text) {
+  int B, T, heads, kv_heads, head_dim;
+  if (std::sscanf(text, "%d,%d,%d,%d,%d", &B, &T, &heads, &kv_heads, &head_dim) != 5) {
+    std::fprintf(stderr, "attention_kernels: --shape wants B,T,heads,kv_heads,head_dim, got '%s'\n", text);
+    std::exit(2);
+  }
+  const long q_ld = long{heads} * head_dim, kv_ld = long{kv_heads} * head_dim;
+  return {B, T, heads, kv_heads, head_dim, q_ld, kv_ld, q_ld, AttentionKernel::tiled};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  int repeats = 5;
+  std::vector<AttentionShape> shapes;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) {
+      repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
+      shapes.push_back(parse_shape(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: attention_kernels [--repeats N] [--shape B,T,heads,kv_heads,head_dim ...]\n");
+      return 2;
+    }
+  }
+  if (shapes.empty()) shapes = {parse_shape("4,256,12,12,64"), parse_shape("1,1024,12,12,64")};
+  const trident::BlasInfo blas = trident::blas_info();
+  std::printf("BLAS %s, core %s, %d threads; medians of %d\n", blas.library.c_str(), blas.core.c_str(), blas.threads,
+              repeats);
+  std::printf("%-22s %12s %12s %12s %12s %10s\n", "B,T,heads,kv,hd", "tiled fwd", "tiled bwd", "explicit fwd",
+              "explicit bwd", "expl/tiled");
+  for (const AttentionShape& shape : shapes) {
+    const Timing tiled = time_kernel(shape, AttentionKernel::tiled, repeats);
+    const Timing explicit_ = time_kernel(shape, AttentionKernel::explicit_probabilities, repeats);
+    const std::string name = std::to_string(shape.B) + "," + std::to_string(shape.T) + "," +
+                             std::to_string(shape.heads) + "," + std::to_string(shape.kv_heads) + "," +
+                             std::to_string(shape.head_dim);
+    std::printf("%-22s %9.2f ms %9.2f ms %9.2f ms %9.2f ms %10.3f\n", name.c_str(), tiled.forward_ms, tiled.backward_ms,
+                explicit_.forward_ms, explicit_.backward_ms,
+                (explicit_.forward_ms + explicit_.backward_ms) / (tiled.forward_ms + tiled.backward_ms));
+  }
+}

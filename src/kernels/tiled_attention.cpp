@@ -1,0 +1,209 @@
+// The tiled (flash-style) attention kernel. Per sequence and group of heads, queries and keys are
+// cut into tiles of kAttentionTile positions. Forward walks each query tile's key tiles left to right (the
+// causal mask leaves out those to the right of the diagonal), keeping per row the running maximum
+// m and sum l of an online softmax: each tile's scores S = scale·Q_i·K_jᵀ become exp(S − m) and
+// are multiplied into the output, which is rescaled whenever m grows; at the end the output is
+// divided by l and only lse = m + log l is saved. Backward recomputes every tile's probabilities
+// from lse, P = exp(S − lse), and accumulates dV, dK (over query tiles) and dQ (over key tiles),
+// with D = rowsum(dO ∘ O) standing for the softmax's Σ P·dP. Products go through gemm(), the
+// per-row work through Kokkos row kernels, as the explicit kernel's do.
+#include <algorithm>
+#include <cfloat>
+
+#include "kernels/attention_heads.hpp"
+#include "kernels/math.hpp"
+#include "kernels/row_teams.hpp"
+
+namespace trident {
+
+using namespace attention_detail;
+
+namespace {
+
+// Positions [first, first + size) of tile `index`; the last tile may be short.
+struct Span {
+  int first, size;
+  Span(const AttentionShape& s, int index)
+      : first(index * attention_tile(s)), size(std::min(attention_tile(s), s.T - index * attention_tile(s))) {}
+};
+
+int tile_count(const AttentionShape& s) { return (s.T + attention_tile(s) - 1) / attention_tile(s); }
+
+// One query tile against one key tile, for the heads of a group: the rows of a [heads, tile,
+// tile] block of scores and where each row's head and position read and write. Captured by value
+// in the row kernels.
+struct TilePair {
+  float* tile;  // [heads, ld, ld]: scores, then probabilities
+  int heads, ld, queries, keys, query_first, key_first, T;
+  KOKKOS_INLINE_FUNCTION int head(int row) const { return row / queries; }
+  KOKKOS_INLINE_FUNCTION int position(int row) const { return query_first + row % queries; }
+  KOKKOS_INLINE_FUNCTION float* row_of(float* block, int row) const {
+    return block + (static_cast<long>(head(row)) * ld + row % queries) * ld;
+  }
+  // Keys of the tile that the row's query sees (the causal mask), at least 1.
+  KOKKOS_INLINE_FUNCTION int visible(int row) const {
+    const int last = position(row) - key_first + 1;
+    return last < keys ? last : keys;
+  }
+  // Index of the row's statistic in per-(head, position) arrays of the group.
+  KOKKOS_INLINE_FUNCTION long statistic(int row) const { return static_cast<long>(head(row)) * T + position(row); }
+};
+
+TilePair tile_pair(const AttentionShape& s, const HeadBatches& batches, float* tile, int i, int j) {
+  const Span queries(s, i), keys(s, j);
+  return {tile, batches.per_group, attention_tile(s), queries.size, keys.size, queries.first, keys.first, s.T};
+}
+
+// tile = scale·Q_i·K_jᵀ for each head of the group.
+void score_tile(GemmContext& context, const AttentionShape& s, const HeadBatches& batches, const Group& at,
+                const TilePair& pair, const float* q, const float* k) {
+  const long ld = pair.ld;
+  gemm_strided_batched(context, false, true, pair.queries, pair.keys, s.head_dim, score_scale(s),
+                       q + at.q + pair.query_first * s.q_ld, s.q_ld, s.head_dim, k + at.kv + pair.key_first * s.kv_ld,
+                       s.kv_ld, batches.kv_stride, 0.0f, pair.tile, pair.ld, ld * ld, batches.per_group);
+}
+
+// The online softmax's step for one key tile: scores become exp(S − m_new), masked ones 0; the
+// running max (kept in lse) and sum update, and the output rows accumulated so far are rescaled by
+// exp(m_old − m_new). The first key tile starts them.
+void online_softmax_step(const TilePair& pair, bool first, float* out, long out_ld, int head_dim, float* running_max,
+                         float* running_sum) {
+  for_each_row(
+      "tiled_attention_online_softmax", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        float* row = pair.row_of(pair.tile, r);
+        const int visible = pair.visible(r);
+        const long at = pair.statistic(r);
+        const float old_max = first ? -FLT_MAX : running_max[at];
+        const float tile_max = row_max(team, visible, [&](int j) { return row[j]; });
+        const float new_max = tile_max > old_max ? tile_max : old_max;
+        const float sum = row_sum(team, visible, [&](int j) { return row[j] = math::fast_exp(row[j] - new_max); });
+        row_for(team, visible, pair.keys, [&](int j) { row[j] = 0.0f; });
+        const float correction = first ? 0.0f : math::fast_exp(old_max - new_max);
+        if (!first) {
+          float* o = out + pair.position(r) * out_ld + static_cast<long>(pair.head(r)) * head_dim;
+          row_for(team, 0, head_dim, [&](int d) { o[d] *= correction; });
+        }
+        once_per_row(team, [&] {
+          running_max[at] = new_max;
+          running_sum[at] = first ? sum : running_sum[at] * correction + sum;
+        });
+      });
+}
+
+// out rows /= l; lse = m + log l, for the group's heads × T rows.
+void finish_rows(float* out, long out_ld, int head_dim, int rows, int T, float* log_sum_exp, const float* running_sum) {
+  for_each_row(
+      "tiled_attention_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        const float inverse = 1.0f / running_sum[r];
+        float* o = out + (r % T) * out_ld + static_cast<long>(r / T) * head_dim;
+        row_for(team, 0, head_dim, [&](int d) { o[d] *= inverse; });
+        once_per_row(team, [&] { log_sum_exp[r] += math::log(running_sum[r]); });
+      });
+}
+
+// D = rowsum(dO ∘ O) for the group's heads × T rows.
+void output_dots(const float* dout, const float* out, long out_ld, int head_dim, int rows, int T, float* dots) {
+  for_each_row(
+      "tiled_attention_output_dots", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        const long first = (r % T) * out_ld + static_cast<long>(r / T) * head_dim;
+        const float dot = row_sum(team, head_dim, [&](int d) { return dout[first + d] * out[first + d]; });
+        once_per_row(team, [&] { dots[r] = dot; });
+      });
+}
+
+// Scores become the probabilities exp(S − lse), masked ones 0.
+void tile_probabilities(const TilePair& pair, const float* log_sum_exp) {
+  for_each_row(
+      "tiled_attention_probabilities", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        float* row = pair.row_of(pair.tile, r);
+        const int visible = pair.visible(r);
+        const float lse = log_sum_exp[pair.statistic(r)];
+        row_for(team, 0, visible, [&](int j) { row[j] = math::fast_exp(row[j] - lse); });
+        row_for(team, visible, pair.keys, [&](int j) { row[j] = 0.0f; });
+      });
+}
+
+// dprobs (dP on entry) becomes dS = P ∘ (dP − D), masked ones 0.
+void tile_score_grads(const TilePair& pair, float* dprobs, const float* dots) {
+  for_each_row(
+      "tiled_attention_score_grads", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        const float* p = pair.row_of(pair.tile, r);
+        float* d = pair.row_of(dprobs, r);
+        const int visible = pair.visible(r);
+        const float dot = dots[pair.statistic(r)];
+        row_for(team, 0, visible, [&](int j) { d[j] = p[j] * (d[j] - dot); });
+        row_for(team, visible, pair.keys, [&](int j) { d[j] = 0.0f; });
+      });
+}
+
+// Scratch: the tile of scores (probabilities), the tile of their gradients, a statistic per row.
+struct Scratch {
+  float *tile, *grads, *rows;
+  Scratch(const AttentionShape& s, float* base) {
+    const long block = static_cast<long>(s.heads) * attention_tile(s) * attention_tile(s);
+    tile = base;
+    grads = base + block;
+    rows = base + 2 * block;
+  }
+};
+
+}  // namespace
+
+namespace attention_detail {
+
+void tiled_forward(GemmContext& context, float* out, float* log_sum_exp, float* scratch, const float* q, const float* k,
+                   const float* v, const AttentionShape& s) {
+  const HeadBatches batches(s);
+  const Scratch work(s, scratch);
+  const int tiles = tile_count(s), hd = s.head_dim, n = batches.per_group;
+  for_each_group(s, batches, [&](const Group& at) {
+    float* running_max = log_sum_exp + at.head * s.T;
+    for (int i = 0; i < tiles; ++i)
+      for (int j = 0; j <= i; ++j) {
+        const TilePair pair = tile_pair(s, batches, work.tile, i, j);
+        score_tile(context, s, batches, at, pair, q, k);
+        online_softmax_step(pair, j == 0, out + at.out, s.out_ld, hd, running_max, work.rows);
+        const long ld = pair.ld;
+        gemm_strided_batched(context, false, false, pair.queries, hd, pair.keys, 1.0f, pair.tile, pair.ld, ld * ld,
+                             v + at.kv + pair.key_first * s.kv_ld, s.kv_ld, batches.kv_stride, j == 0 ? 0.0f : 1.0f,
+                             out + at.out + pair.query_first * s.out_ld, s.out_ld, hd, n);  // O += P·V_j
+      }
+    finish_rows(out + at.out, s.out_ld, hd, n * s.T, s.T, running_max, work.rows);
+  });
+}
+
+void tiled_backward(GemmContext& context, float* dq, float* dk, float* dv, float* scratch, const float* dout,
+                    const float* q, const float* k, const float* v, const float* out, const float* log_sum_exp,
+                    const AttentionShape& s) {
+  const HeadBatches batches(s);
+  const Scratch work(s, scratch);
+  const int tiles = tile_count(s), hd = s.head_dim, n = batches.per_group;
+  const float scale = score_scale(s);
+  for_each_group(s, batches, [&](const Group& at) {
+    output_dots(dout + at.out, out + at.out, s.out_ld, hd, n * s.T, s.T, work.rows);
+    for (int j = 0; j < tiles; ++j)
+      for (int i = j; i < tiles; ++i) {
+        const TilePair pair = tile_pair(s, batches, work.tile, i, j);
+        const long ld = pair.ld, block = ld * ld;
+        const float* dout_i = dout + at.out + pair.query_first * s.out_ld;
+        const float* q_i = q + at.q + pair.query_first * s.q_ld;
+        const long kv_j = at.kv + pair.key_first * s.kv_ld;
+        score_tile(context, s, batches, at, pair, q, k);
+        tile_probabilities(pair, log_sum_exp + at.head * s.T);
+        sum_over_group(context, s, batches, pair.queries, pair.keys, 1.0f, pair.tile, pair.ld, block, dout_i, s.out_ld,
+                       i == j, dv + kv_j);  // dV_j += Σ Pᵀ·dO_i
+        gemm_strided_batched(context, false, true, pair.queries, pair.keys, hd, 1.0f, dout_i, s.out_ld, hd, v + kv_j,
+                             s.kv_ld, batches.kv_stride, 0.0f, work.grads, pair.ld, block, n);  // dP = dO_i·V_jᵀ
+        tile_score_grads(pair, work.grads, work.rows);
+        gemm_strided_batched(context, false, false, pair.queries, hd, pair.keys, scale, work.grads, pair.ld, block,
+                             k + kv_j, s.kv_ld, batches.kv_stride, j == 0 ? 0.0f : 1.0f,
+                             dq + at.q + pair.query_first * s.q_ld, s.q_ld, hd, n);  // dQ_i += scale·dS·K_j
+        sum_over_group(context, s, batches, pair.queries, pair.keys, scale, work.grads, pair.ld, block, q_i, s.q_ld,
+                       i == j, dk + kv_j);  // dK_j += scale·Σ dSᵀ·Q_i
+      }
+  });
+}
+
+}  // namespace attention_detail
+
+}  // namespace trident

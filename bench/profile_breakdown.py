@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Where a training step's time goes (issue 19, item 2): a linux-perf profile of trident, by kind of work.
 
-Records trident on one rank (GPT-2 124M at T = 256, B = 4 by default: a config of
-bench/single_rank.py) with `perf record --call-graph dwarf`, then files every sample under one kind
+Records trident on one rank, or on --tp N ranks under mpirun (GPT-2 124M at T = 256, B = 4 by
+default: a config of bench/single_rank.py) with `perf record --call-graph dwarf`, then files every sample under one kind
 by its innermost frame and, for matrix products, by the trident function that called the BLAS:
 GEMMs of the linear layers' forward, input gradient and weight gradient, of attention and of the
 vocabulary head; attention outside GEMMs (the softmax and tile kernels); norms; activation
@@ -13,7 +13,8 @@ writes after the last step are left out of the shares. With --blas-threads 1 (th
 is trident's own thread and attributable; with more, the BLAS's worker threads count as "GEMM (BLAS
 worker threads)".
 
-  /usr/bin/python3 bench/profile_breakdown.py [--config gpt2] [--steps 3] [--attention tiled]
+  /usr/bin/python3 bench/profile_breakdown.py [--config gpt2] [--steps 3] [--attention tiled] [--detail N]
+      [--tp 2 [--set parallel.sequence_parallel=true]]
 """
 import argparse
 import collections
@@ -32,6 +33,7 @@ GEMM_CALLERS = [
     ("measure_gemm_peak", "start-up"),
     ("init_parameters", "start-up"),
     ("attention", "GEMM attention (scores, P·V and their gradients)"),
+    ("gemm_strided_batched", "GEMM attention (scores, P·V and their gradients)"),  # attention's heads only
     ("tied_head", "GEMM vocabulary head"),
     ("vocab_parallel", "GEMM vocabulary head"),
     ("head_", "GEMM vocabulary head"),
@@ -127,10 +129,17 @@ def samples(perf_data):
 
 
 def record(args, cfg, env, perf_data):
+    """perf follows the launcher's children: with --tp 2 both ranks' samples are in perf_data."""
     with tempfile.TemporaryDirectory(prefix="trident-profile-") as run_dir:
         command = ["perf", "record", "-F", str(args.frequency), "--call-graph", "dwarf,16384", "-o", str(perf_data),
-                   "--", str(args.trident), "run", str(REPO / "input_decks" / "small.toml")]
-        command += trident_overrides(cfg, args.steps, run_dir) + ["--set", f"model.attention={args.attention}"]
+                   "--"]
+        if args.tp > 1:
+            command += [args.mpirun, "-n", str(args.tp), "--map-by", "slot:PE=1", "--bind-to", "core"]
+        command += [str(args.trident), "run", str(REPO / "input_decks" / "small.toml")]
+        command += trident_overrides(cfg, args.steps, run_dir) + ["--set", f"model.attention={args.attention}",
+                                                                  "--set", f"parallel.tp={args.tp}"]
+        for setting in args.set:
+            command += ["--set", setting]
         run_checked("perf record", command, env)
 
 
@@ -139,7 +148,11 @@ def main():
     parser.add_argument("--config", default="gpt2", choices=sorted(CONFIGS))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--attention", choices=("tiled", "explicit"), default="tiled")
-    parser.add_argument("--blas-threads", type=int, default=1)
+    parser.add_argument("--blas-threads", type=int, default=1, help="per rank (default 1)")
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks, one core each (default 1)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a further deck override, e.g. parallel.sequence_parallel=true (repeatable)")
+    parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--frequency", type=int, default=199, help="samples per second (default 199)")
     parser.add_argument("--detail", type=int, default=0, help="also list each kind's N most sampled functions")
     parser.add_argument("--trident", type=Path, default=REPO / "build" / "cpu" / "src" / "trident")
@@ -162,7 +175,9 @@ def main():
     for outside_steps in ("start-up", "checkpoint and timeline writes (after the steps)"):
         counts.pop(outside_steps, None)
     total = sum(counts.values())
-    print(f"{args.config}: T={cfg['seq_len']} B={cfg['batch']}, model.attention={args.attention}, one rank, "
+    ranks = "one rank" if args.tp == 1 else f"tp {args.tp} (one core per rank, samples of all ranks)"
+    print(f"{args.config}: T={cfg['seq_len']} B={cfg['batch']}, model.attention={args.attention}, {ranks}, "
+          f"{' '.join(args.set)}{', ' if args.set else ''}"
           f"{args.blas_threads} BLAS thread(s), OPENBLAS_CORETYPE unset, CPU {cpu_model()}; "
           f"{total} samples at {args.frequency} Hz over {args.steps} steps (start-up left out)")
     gemm = sum(n for kind, n in counts.items() if kind.startswith("GEMM"))

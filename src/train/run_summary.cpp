@@ -56,7 +56,7 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
   out << "trident " << TRIDENT_VERSION << ": " << deck.path << "\n"
       << "  model   " << model.layers << " layers, d_model " << model.d_model << ", " << model.heads
       << " heads, seq_len " << model.seq_len << ", vocab " << model.vocab << ", " << total_params(model)
-      << " parameters\n"
+      << " parameters, " << word_of(model.attention) << " attention\n"
       << "  grid    tp " << grid.tp << " x pp " << grid.pp << " x dp " << grid.dp << " = " << grid.world_size()
       << " ranks (order " << word_of(grid.order) << (grid.zero == 1 ? ", ZeRO-1" : "")
       << (grid.sequence_parallel ? ", sequence parallel" : "") << ")\n"
@@ -107,6 +107,7 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"blas_core", run.blas.core},
       {"blas_threads", std::int64_t{run.blas.threads}},
       {"matmul_precision", word_of(resolve_matmul_precision(deck.train.precision))},
+      {"attention", word_of(m.attention)},
   };
 }
 

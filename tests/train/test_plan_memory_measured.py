@@ -103,6 +103,9 @@ def test_selective_recompute_drops_the_probabilities_from_the_stash(trident_run)
         _, run_dir = trident_run(*GRID, f"schedule.recompute={recompute}", f"model.attention={attention}",
                                  ranks=4)
         peaks[attention, recompute] = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1]
+        with h5py.File(run_dir / "timeline.h5", "r") as f:
+            recorded = f.attrs["attention"]
+            assert (recorded.decode() if isinstance(recorded, bytes) else str(recorded)) == attention
     mbs, heads_per_rank, seq_len, layers_per_stage, in_flight = 4, 2, 64, 1, np.array([2, 1])
     probabilities = 4 * mbs * heads_per_rank * seq_len * seq_len
     saved = in_flight * layers_per_stage * probabilities - probabilities

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "deck/config.hpp"
+#include "io/run_dir_lock.hpp"
 
 namespace trident {
 
@@ -28,6 +29,7 @@ class Trainer {
 
  private:
   struct State;
+  std::unique_ptr<RunDirLock> run_dir_lock_;  // world rank 0; released after the State is gone
   std::unique_ptr<State> state_;
 };
 

@@ -15,13 +15,18 @@ namespace {
 
 }  // namespace
 
-void prepare_run_dir(const std::string& dir, const std::string& deck_text) {
-  namespace fs = std::filesystem;
+void create_run_dir(const std::string& dir) {
   std::error_code error;
-  fs::create_directories(dir, error);
-  if (error || !fs::is_directory(dir)) {
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
     reject(dir, "cannot create the run directory (" + (error ? error.message() : "not a directory") + ")");
   }
+}
+
+void prepare_run_dir(const std::string& dir, const std::string& deck_text) {
+  namespace fs = std::filesystem;
+  create_run_dir(dir);
+  std::error_code error;
 
   const fs::path target = fs::path(dir) / kDeckCopyFile;
   const fs::path temporary = fs::path(dir) / (std::string(kDeckCopyFile) + ".tmp");

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "io/run_dir.hpp"
 
 namespace trident {
 
@@ -85,10 +86,7 @@ RunDirLock::RunDirLock(const std::string& dir, std::ostream& log)
     : dir_(dir), path_((fs::path(dir) / kRunDirLockFile).string()) {
   std::error_code error;
   created_dir_ = !fs::exists(dir, error);
-  fs::create_directories(dir, error);
-  if (error || !fs::is_directory(dir))
-    throw InputError("output.dir = '" + dir + "': cannot create the run directory (" +
-                     (error ? error.message() : "not a directory") + "); set output.dir to a writable directory");
+  create_run_dir(dir);
   if (try_create(path_)) return;
   const Owner owner = read_owner(path_);
   if (owner.host != this_host() || alive_here(owner)) {

@@ -30,6 +30,12 @@ struct AttentionShape {
   }
 };
 
+// This TP rank's heads of a micro-batch of B sequences (tp ranks share the heads), as the kernels
+// size what they keep and their scratch; row strides play no part in sizes and are left 0.
+inline AttentionShape attention_heads(const ModelConfig& cfg, int B, int tp) {
+  return {B, cfg.seq_len, cfg.heads / tp, cfg.key_value_heads() / tp, cfg.head_dim(), 0, 0, 0, cfg.attention};
+}
+
 // The tiled kernel's tiles: kAttentionTile positions (fewer when T is shorter). A 128 × 128 ×
 // head_dim product runs near the BLAS's peak, and a head's tile (64 KiB) stays in the L2 cache.
 inline constexpr int kAttentionTile = 128;

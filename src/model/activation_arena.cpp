@@ -18,13 +18,12 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
                   StashContent content, bool sequence_parallel, Activations<Block>& a) {
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
   const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
-  const AttentionShape heads{B, cfg.seq_len, local.heads, local.kv_heads, local.head_dim, 0, 0, 0, cfg.attention};
   // Selective recomputation rebuilds the explicit kernel's probabilities; what the tiled one saves
   // is already linear in T.
   const bool rebuilt =
       content == StashContent::without_probabilities && cfg.attention == AttentionKernel::explicit_probabilities;
   const StashShape shape{local, static_cast<std::size_t>(B),           T,
-                         C,     sequence_parallel ? BT / tp_size : BT, rebuilt ? 0 : attention_saved_floats(heads)};
+                         C,     sequence_parallel ? BT / tp_size : BT, rebuilt ? 0 : attention_saved_floats(attention_heads(cfg, B, tp_size))};
   const std::size_t V = shape.local.vocab_rows, R = shape.stream_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {

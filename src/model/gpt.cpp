@@ -84,9 +84,10 @@ FloatBuffer uninitialised(const char* name, std::size_t n) {
 
 // Activation gradients of one backward pass (micro-batches run backward one at a time).
 struct Workspace {
-  Workspace(const ModelConfig& cfg, const TpShape& local, int B, bool up_projection, bool shared_probabilities,
-            int sequence_shards)
-      : att(shared_probabilities ? uninitialised("att", probabilities(cfg, local, B)) : FloatBuffer()),
+  Workspace(const ModelConfig& cfg, const TpShape& local, int tp_size, int B, bool up_projection,
+            bool shared_probabilities, int sequence_shards)
+      : att(shared_probabilities ? uninitialised("att", attention_saved_floats(attention_heads(cfg, B, tp_size)))
+                                 : FloatBuffer()),
         gathered(sequence_shards > 1 ? uninitialised("gathered", rows(cfg, B) * cfg.d_model) : FloatBuffer()),
         dgathered(sequence_shards > 1 ? uninitialised("dgathered", rows(cfg, B) * cfg.d_model) : FloatBuffer()),
         dln_local(sequence_shards > 1 ? uninitialised("dln_local", rows(cfg, B) / sequence_shards * cfg.d_model)
@@ -97,16 +98,10 @@ struct Workspace {
         dln(uninitialised("dln", rows(cfg, B) * cfg.d_model)),
         datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
         dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
-        attention(uninitialised("attention", attention_scratch_floats(heads(cfg, local, B)))),
+        attention(uninitialised("attention", attention_scratch_floats(attention_heads(cfg, B, tp_size)))),
         dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)),
         dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
-  static AttentionShape heads(const ModelConfig& cfg, const TpShape& local, int B) {
-    return {B, cfg.seq_len, local.heads, local.kv_heads, local.head_dim, 0, 0, 0, cfg.attention};
-  }
-  static std::size_t probabilities(const ModelConfig& cfg, const TpShape& local, int B) {
-    return attention_saved_floats(heads(cfg, local, B));
-  }
   BackwardScratch scratch() const {
     return {att.data(),  dln.data(), datty.data(),    attention.data(), dfch.data(),
             dqkv.data(), dup.data(), gathered.data(), dgathered.data(), dln_local.data()};
@@ -198,7 +193,7 @@ class FamilyModel final : public Gpt::Impl {
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
         gemm_(precision),
         rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
-        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), micro_batch_size, !Block::kLayerNorm,
+        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, !Block::kLayerNorm,
             recompute == Recompute::selective && cfg.attention == AttentionKernel::explicit_probabilities,
             sequence_parallel ? tp.size() : 1),
         ctx_{micro_batch_size,

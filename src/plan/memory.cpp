@@ -10,17 +10,6 @@
 
 namespace trident {
 
-namespace {
-
-// One TP rank's heads of a micro-batch, as the attention kernel sizes its tensors (row strides
-// play no part in the sizes).
-AttentionShape local_heads_shape(const ModelConfig& model, int micro_batch_size, int tp) {
-  return {micro_batch_size, model.seq_len, model.heads / tp, model.key_value_heads() / tp, model.head_dim(), 0, 0, 0,
-          model.attention};
-}
-
-}  // namespace
-
 std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int first_layer,
                                               int num_layers, bool first_stage, bool last_stage, int tp,
                                               StashMode mode) {
@@ -40,7 +29,7 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * rows : rows;
   // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up.
   const std::int64_t mlp_hidden = (model.family == ModelFamily::gpt2 ? 2 : 3) * bt * f / tp;
-  const AttentionShape heads = local_heads_shape(model, micro_batch_size, tp);
+  const AttentionShape heads = attention_heads(model, micro_batch_size, tp);
   const bool rebuilt = !mode.keep_probabilities && model.attention == AttentionKernel::explicit_probabilities;
   const std::int64_t attention_saved = rebuilt ? 0 : static_cast<std::int64_t>(attention_saved_floats(heads));
 
@@ -69,7 +58,7 @@ std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro
 std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel) {
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
   const auto attention =
-      static_cast<std::int64_t>(attention_scratch_floats(local_heads_shape(model, micro_batch_size, tp)));
+      static_cast<std::int64_t>(attention_scratch_floats(attention_heads(model, micro_batch_size, tp)));
   const std::int64_t mlp = bt * (model.mlp_hidden() / tp) * (model.family == ModelFamily::llama ? 2 : 1);
   std::int64_t floats = 2 * bt * c + 4 * bt * c / tp + attention + mlp;
   if (sequence_parallel) floats += 2 * bt * c + bt * c / tp + 8 * c;

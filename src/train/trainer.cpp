@@ -108,6 +108,27 @@ struct StepTotals {
   double eval_seconds = 0.0;
 };
 
+// World rank 0 takes the run directory's lock; every rank learns whether it did, so that a refusal
+// ends them all with rank 0's message (cli/commands.cpp agrees on the outcome) and none goes on
+// into the collectives of the set-up.
+std::unique_ptr<RunDirLock> lock_run_dir(const Deck& deck, MPI_Comm world, std::ostream& log) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  std::unique_ptr<RunDirLock> lock;
+  std::string refusal;
+  if (rank == 0) {
+    try {
+      lock = std::make_unique<RunDirLock>(deck.output.dir, log);
+    } catch (const InputError& error) {
+      refusal = error.what();
+    }
+  }
+  int refused = refusal.empty() ? 0 : 1;
+  MPI_Bcast(&refused, 1, MPI_INT, 0, world);
+  if (refused) throw InputError(rank == 0 ? refusal : "world rank 0 could not take output.dir's lock");
+  return lock;
+}
+
 }  // namespace
 
 struct Trainer::State {
@@ -250,31 +271,6 @@ void Trainer::State::open_timeline(const RunSummary& run) {
                  : std::make_unique<TimelineWriter>(path, attributes, stages);
   if (!timeline->note().empty()) log << "  " << timeline->note() << "\n";
 }
-
-namespace {
-
-// World rank 0 takes the run directory's lock; every rank learns whether it did, so that a refusal
-// ends them all with rank 0's message (cli/commands.cpp agrees on the outcome) and none goes on
-// into the collectives of the set-up.
-std::unique_ptr<RunDirLock> lock_run_dir(const Deck& deck, MPI_Comm world, std::ostream& log) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  std::unique_ptr<RunDirLock> lock;
-  std::string refusal;
-  if (rank == 0) {
-    try {
-      lock = std::make_unique<RunDirLock>(deck.output.dir, log);
-    } catch (const InputError& error) {
-      refusal = error.what();
-    }
-  }
-  int refused = refusal.empty() ? 0 : 1;
-  MPI_Bcast(&refused, 1, MPI_INT, 0, world);
-  if (refused) throw InputError(rank == 0 ? refusal : "world rank 0 could not take output.dir's lock");
-  return lock;
-}
-
-}  // namespace
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
   check_world_size(deck, world);

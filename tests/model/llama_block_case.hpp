@@ -46,7 +46,7 @@ struct BlockCase {
   ParamStore params;
   GemmContext gemm;
   RopeTable rope{cfg.seq_len, cfg.head_dim(), cfg.rope_theta};
-  AttentionShape heads{B, cfg.seq_len, cfg.heads, cfg.key_value_heads(), cfg.head_dim(), 0, 0, 0, cfg.attention};
+  AttentionShape heads = attention_heads(cfg, B, 1);
   FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C}, attention{"attention", attention_scratch_floats(heads)},
       dfch{"dfch", rows*F}, dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
   LayerContext ctx{B,

@@ -34,17 +34,24 @@ std::string this_host() {
   return name;
 }
 
-// The process's start time in clock ticks since boot; 0 where /proc does not say (no such pid).
-unsigned long long start_ticks(long pid) {
+// What /proc/<pid>/stat says of a process: its state letter and its start time in clock ticks
+// since boot. A process that does not exist reads as state 'X' (dead), start 0.
+struct ProcessStat {
+  char state = 'X';
+  unsigned long long start_ticks = 0;
+};
+
+ProcessStat process_stat(long pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(stat, line)) return 0;
+  ProcessStat result;
+  if (!std::getline(stat, line)) return result;
   std::istringstream fields(line.substr(line.rfind(')') + 2));  // after "pid (comm) "
+  fields >> result.state;
   std::string skipped;
-  for (int field = 3; field < 22; ++field) fields >> skipped;  // state ... itrealvalue
-  unsigned long long ticks = 0;
-  fields >> ticks;
-  return ticks;
+  for (int field = 4; field < 22; ++field) fields >> skipped;  // ppid ... itrealvalue
+  fields >> result.start_ticks;
+  return result;
 }
 
 Owner read_owner(const std::string& path) {
@@ -54,10 +61,14 @@ Owner read_owner(const std::string& path) {
   return owner;
 }
 
+// A killed rank whose parent has not reaped it yet (mpirun exited first, and a container's init
+// may never reap) is a zombie: it still answers kill(pid, 0) but holds nothing.
 bool alive_here(const Owner& owner) {
   if (owner.pid <= 0) return false;
   if (kill(static_cast<pid_t>(owner.pid), 0) != 0 && errno != EPERM) return false;
-  return owner.start_ticks == 0 || start_ticks(owner.pid) == owner.start_ticks;
+  const ProcessStat stat = process_stat(owner.pid);
+  if (stat.state == 'Z' || stat.state == 'X') return false;
+  return owner.start_ticks == 0 || stat.start_ticks == owner.start_ticks;
 }
 
 // Writes this process's line to a file of its own, then links it to `path`: the link fails if
@@ -66,7 +77,7 @@ bool try_create(const std::string& path) {
   const std::string mine = path + "." + std::to_string(getpid());
   {
     std::ofstream file(mine, std::ios::trunc);
-    file << this_host() << " " << getpid() << " " << start_ticks(getpid()) << "\n";
+    file << this_host() << " " << getpid() << " " << process_stat(getpid()).start_ticks << "\n";
     if (!file)
       throw InputError("cannot write " + mine + ": " + std::strerror(errno) +
                        "; set output.dir to a writable directory");

@@ -32,10 +32,11 @@ def trident_command(out, *overrides, ranks=1, deck=TINY):
     return cmd
 
 
-def run_trident(out, *overrides, ranks=1, deck=TINY, expect=0):
-    """Runs trident_command(...) and returns the completed process once it exited with `expect`."""
+def run_trident(out, *overrides, ranks=1, deck=TINY, expect=0, env=None):
+    """Runs trident_command(...) (in `env`, default this process's environment) and returns the
+    completed process once it exited with `expect`."""
     cmd = trident_command(out, *overrides, ranks=ranks, deck=deck)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == expect, f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc
 

@@ -66,14 +66,24 @@ int collectively(MPI_Comm comm, Body&& body) {
 }
 
 // A failure after setup may strike one rank while the others wait in a collective: the only
-// way to end every rank then is MPI_Abort, after printing what happened.
+// way to end every rank then is MPI_Abort, after printing what happened. A CollectiveFailure is
+// thrown by every rank alike: all return, rank 0 printing, so the run's clean-up runs.
 template <class Body>
 int or_abort(MPI_Comm comm, Body&& body) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  bool every_rank_failed = false;
   const int code = report_errors([&] {
-    body();
+    try {
+      body();
+    } catch (const CollectiveFailure& failure) {
+      every_rank_failed = true;
+      if (rank == 0) std::cerr << "trident: runtime failure: " << failure.what() << "\n";
+      return kExitRuntimeFailure;
+    }
     return kExitOk;
   });
-  if (code != kExitOk) MPI_Abort(comm, code);
+  if (code != kExitOk && !every_rank_failed) MPI_Abort(comm, code);
   return code;
 }
 

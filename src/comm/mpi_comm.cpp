@@ -1,8 +1,13 @@
 #include "comm/mpi_comm.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "comm/watchdog.hpp"
 
 namespace trident {
 
@@ -22,14 +27,37 @@ int as_count(std::size_t count) {
   return static_cast<int>(count);
 }
 
+// "the dp group (world ranks 0, 2)": the group as the watchdog names it.
+std::string describe_group(MPI_Comm comm, const std::string& name) {
+  MPI_Group group, world;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  int size = 0;
+  MPI_Group_size(group, &size);
+  std::vector<int> ranks(static_cast<std::size_t>(size)), world_ranks(ranks.size());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  MPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  constexpr int kListed = 8;
+  std::string text = "the " + name + " group (world rank" + (size > 1 ? "s " : " ");
+  for (int i = 0; i < std::min(size, kListed); ++i) text += (i > 0 ? ", " : "") + std::to_string(world_ranks[i]);
+  if (size > kListed) text += ", ... (" + std::to_string(size) + " ranks)";
+  return text + ")";
+}
+
 class MpiRequest final : public CommRequest {
  public:
-  MpiRequest(MPI_Request request, const char* operation) : request_(request), operation_(operation) {}
+  MpiRequest(MPI_Request request, const char* operation, const std::string& group)
+      : request_(request), operation_(operation), group_(group) {}
   // A request must not outlive its buffers unfinished: complete it rather than leak it.
   ~MpiRequest() override {
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
-  void wait() override { check(MPI_Wait(&request_, MPI_STATUS_IGNORE), operation_); }
+  void wait() override {
+    const BlockedIn watched(operation_, group_);
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), operation_);
+  }
   bool test() override {
     int done = 0;
     check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), operation_);
@@ -39,14 +67,16 @@ class MpiRequest final : public CommRequest {
  private:
   MPI_Request request_;
   const char* operation_;
+  const std::string& group_;  // the MpiComm's, which outlives its requests
 };
 
 class MpiComm final : public Comm {
  public:
-  explicit MpiComm(MPI_Comm comm) {
+  MpiComm(MPI_Comm comm, const std::string& name) {
     check(MPI_Comm_dup(comm, &comm_), "Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    group_ = describe_group(comm_, name);
   }
   ~MpiComm() override { MPI_Comm_free(&comm_); }
 
@@ -54,52 +84,60 @@ class MpiComm final : public Comm {
   int size() const override { return size_; }
 
   void all_reduce_sum(float* data, std::size_t count) override {
+    const BlockedIn watched("all-reduce", group_);
     check(MPI_Allreduce(MPI_IN_PLACE, data, as_count(count), MPI_FLOAT, MPI_SUM, comm_), "Allreduce");
   }
   double all_reduce_sum(double value) override {
+    const BlockedIn watched("all-reduce", group_);
     check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_SUM, comm_), "Allreduce");
     return value;
   }
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
     MPI_Request request;
     check(MPI_Iallreduce(MPI_IN_PLACE, data, as_count(count), MPI_FLOAT, MPI_SUM, comm_, &request), "Iallreduce");
-    return std::make_unique<MpiRequest>(request, "Iallreduce");
+    return std::make_unique<MpiRequest>(request, "non-blocking all-reduce", group_);
   }
   void all_gather(const float* send, float* recv, std::size_t count) override {
+    const BlockedIn watched("all-gather", group_);
     const void* source = send == recv + rank_ * count ? MPI_IN_PLACE : send;
     check(MPI_Allgather(source, as_count(count), MPI_FLOAT, recv, as_count(count), MPI_FLOAT, comm_), "Allgather");
   }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
+    const BlockedIn watched("reduce-scatter", group_);
     check(MPI_Reduce_scatter_block(send, recv, as_count(count), MPI_FLOAT, MPI_SUM, comm_), "Reduce_scatter_block");
   }
   CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override {
     MPI_Request request;
     check(MPI_Ireduce_scatter_block(send, recv, as_count(count), MPI_FLOAT, MPI_SUM, comm_, &request),
           "Ireduce_scatter_block");
-    return std::make_unique<MpiRequest>(request, "Ireduce_scatter_block");
+    return std::make_unique<MpiRequest>(request, "non-blocking reduce-scatter", group_);
   }
   void broadcast(float* data, std::size_t count, int root) override {
+    const BlockedIn watched("broadcast", group_);
     check(MPI_Bcast(data, as_count(count), MPI_FLOAT, root, comm_), "Bcast");
   }
   CommRequestPtr send_async(const float* data, std::size_t count, int peer, int tag) override {
     MPI_Request request;
     check(MPI_Isend(data, as_count(count), MPI_FLOAT, peer, tag, comm_, &request), "Isend");
-    return std::make_unique<MpiRequest>(request, "Isend");
+    return std::make_unique<MpiRequest>(request, "send", group_);
   }
   CommRequestPtr recv_async(float* data, std::size_t count, int peer, int tag) override {
     MPI_Request request;
     check(MPI_Irecv(data, as_count(count), MPI_FLOAT, peer, tag, comm_, &request), "Irecv");
-    return std::make_unique<MpiRequest>(request, "Irecv");
+    return std::make_unique<MpiRequest>(request, "receive", group_);
   }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  std::string group_;
 };
 
 }  // namespace
 
-std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm) { return std::make_unique<MpiComm>(comm); }
+std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, const std::string& name) {
+  return std::make_unique<MpiComm>(comm, name);
+}
 
 }  // namespace trident

@@ -4,13 +4,15 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 
 #include "comm/comm.hpp"
 
 namespace trident {
 
 // Duplicates `comm` (the Comm owns and frees its duplicate), so its traffic never mixes with
-// other users of the same group.
-std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm);
+// other users of the same group. Its blocking calls are watched (comm/watchdog.hpp), and reported
+// as in "the `name` group (world ranks ...)".
+std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, const std::string& name = "MPI");
 
 }  // namespace trident

@@ -13,6 +13,13 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A runtime failure that every rank throws at the same point, having agreed on it (a checkpoint
+// that cannot be written): the ranks can all exit normally, with clean-up, instead of through
+// MPI_Abort. Rank 0's message is the complete one.
+struct CollectiveFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntimeFailure = 1;
 inline constexpr int kExitBadInput = 2;

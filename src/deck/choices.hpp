@@ -78,6 +78,14 @@ inline constexpr std::array<Choice<AttentionKernel>, 2> kAttentionKernels{
     {{AttentionKernel::tiled, "tiled"}, {AttentionKernel::explicit_probabilities, "explicit"}}};
 constexpr const auto& choices(AttentionKernel) { return kAttentionKernels; }
 
+// checkpoint.on_failure: what a checkpoint that cannot be written (a full disk, an I/O error) does
+// to the run. abort: exit 1 once the partial file is removed; continue: warn, train on, and try
+// again at the next checkpoint.
+enum class CheckpointFailure { abort, continue_training };
+inline constexpr std::array<Choice<CheckpointFailure>, 2> kCheckpointFailures{
+    {{CheckpointFailure::abort, "abort"}, {CheckpointFailure::continue_training, "continue"}}};
+constexpr const auto& choices(CheckpointFailure) { return kCheckpointFailures; }
+
 enum class DataKind { bin, text, synthetic, megatron };
 inline constexpr std::array<Choice<DataKind>, 4> kDataKinds{{{DataKind::bin, "bin"},
                                                              {DataKind::text, "text"},

@@ -118,6 +118,7 @@ struct CheckpointConfig {
   std::string dir = "checkpoints";  // relative to output.dir
   int every = 0;                     // 0 = only at the end
   int keep = 2;
+  CheckpointFailure on_failure = CheckpointFailure::abort;
   // checkpoint.resume: "auto" (the newest in dir), "none", or a file's path (kept in resume_file,
   // relative paths resolved against the deck's directory).
   enum class Resume { newest, none, file } resume = Resume::newest;

@@ -265,6 +265,7 @@ const std::vector<KeySpec>& deck_keys() {
       directory("checkpoint", "dir", &Deck::checkpoint, &CheckpointConfig::dir),
       integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
       integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
+      choice("checkpoint", "on_failure", &Deck::checkpoint, &CheckpointConfig::on_failure),
       resume_choice(),
 
       directory("output", "dir", &Deck::output, &OutputConfig::dir),

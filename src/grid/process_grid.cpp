@@ -20,13 +20,13 @@ namespace {
 // receives ahead, which NCCL's in-order matching without tags would turn into a deadlock.
 enum class Traffic { collectives, point_to_point };
 
-std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic) {
+std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic, const std::string& name) {
 #ifdef KOKKOS_ENABLE_CUDA
-  if (traffic == Traffic::point_to_point) return make_host_staged_comm(make_mpi_comm(split));
+  if (traffic == Traffic::point_to_point) return make_host_staged_comm(make_mpi_comm(split, name));
   return make_nccl_comm(split, ExecSpace().cuda_stream());
 #else
   (void)traffic;
-  return make_mpi_comm(split);
+  return make_mpi_comm(split, name);
 #endif
 }
 
@@ -36,7 +36,8 @@ std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const
   if (group.size() == 1) return make_local_comm();
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, group.front(), coordinate(rank_to_coords(world_rank, config), axis), &split);
-  auto comm = group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives);
+  auto comm =
+      group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives, std::string(word_of(axis)));
   MPI_Comm_free(&split);
   return comm;
 }
@@ -50,7 +51,7 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, color, grid.pp_rank(), &split);
   if (!member) return make_local_comm();
-  auto comm = group_comm(split, Traffic::collectives);
+  auto comm = group_comm(split, Traffic::collectives, "embedding");
   MPI_Comm_free(&split);
   return comm;
 }

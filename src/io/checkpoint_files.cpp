@@ -1,6 +1,7 @@
 #include "io/checkpoint_files.hpp"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +35,7 @@ std::optional<long long> step_of(const std::string& name) {
 }
 
 [[noreturn]] void throw_errno(const std::string& operation, const std::string& path) {
-  throw std::runtime_error("checkpoint: cannot " + operation + " '" + path + "': " + std::strerror(errno));
+  throw std::runtime_error("cannot " + operation + " '" + path + "': " + std::strerror(errno));
 }
 
 // fsync of a file or directory: rename is only durable once the data and the directory entry are.
@@ -55,9 +56,11 @@ void sync_path(const std::string& path, int flags) {
 void replace_text_file(const fs::path& path, const std::string& text) {
   const std::string tmp = path.string() + kTmpSuffix;
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::trunc);
     out << text << "\n";
-    if (!out.flush()) throw std::runtime_error("checkpoint: cannot write '" + tmp + "'");
+    out.close();
+    if (!out) throw_errno("write", tmp);
   }
   sync_path(tmp, O_RDONLY);
   fs::rename(tmp, path);
@@ -79,7 +82,51 @@ bool is_stale_tmp(const std::string& name) {
   return base == kLatestFile || step_of(base).has_value();
 }
 
+// "1.56 MiB", "73.02 GiB": sizes in messages.
+std::string binary_size(std::int64_t bytes) {
+  const char* units[] = {"MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  int unit = 0;
+  for (; unit < 2 && value >= 1024.0; ++unit) value /= 1024.0;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f %s", value, units[unit]);
+  return text;
+}
+
 }  // namespace
+
+std::int64_t free_disk_bytes(const std::string& dir) {
+  struct statvfs space {};
+  if (statvfs(dir.c_str(), &space) != 0) return -1;
+  return static_cast<std::int64_t>(space.f_bavail) * static_cast<std::int64_t>(space.f_frsize);
+}
+
+std::int64_t checkpoint_file_bound(std::int64_t data_bytes, std::int64_t datasets, std::int64_t attribute_bytes) {
+  return data_bytes + datasets * 2048 + 16384 + attribute_bytes;
+}
+
+std::string disk_space_note(const std::string& dir, std::int64_t bytes) {
+  const std::int64_t free = free_disk_bytes(dir);
+  return binary_size(bytes) + " needed, " + (free < 0 ? "unknown" : binary_size(free)) + " free in " + dir;
+}
+
+void check_disk_space(const std::string& path, std::int64_t bytes) {
+  const std::string dir = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+  const auto refuse = [&](int reason) {
+    throw std::runtime_error("cannot write '" + path + "': " + std::strerror(reason) + " (" +
+                             disk_space_note(dir, bytes) + ")");
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) refuse(errno);
+  const int reserved = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
+  const int reserve_errno = errno;
+  ::close(fd);
+  ::unlink(path.c_str());
+  if (reserved == 0) return;
+  if (reserve_errno != EOPNOTSUPP) refuse(reserve_errno);
+  const std::int64_t free = free_disk_bytes(dir);
+  if (free >= 0 && free < bytes) refuse(ENOSPC);
+}
 
 std::string checkpoint_file_name(int step) {
   char name[32];
@@ -91,7 +138,15 @@ void commit_checkpoint(const std::string& tmp_path, const std::string& final_pat
   const fs::path final_file(final_path);
   const fs::path dir = final_file.parent_path().empty() ? fs::path(".") : final_file.parent_path();
   fs::rename(tmp_path, final_file);
-  replace_text_file(dir / kLatestFile, final_file.filename().string());
+  try {
+    replace_text_file(dir / kLatestFile, final_file.filename().string());
+  } catch (...) {
+    // `latest` still names the previous checkpoint: leave the directory as it was before.
+    std::error_code ignored;
+    fs::remove(dir / (std::string(kLatestFile) + kTmpSuffix), ignored);
+    fs::remove(final_file, ignored);
+    throw;
+  }
   sync_path(dir.string(), O_RDONLY | O_DIRECTORY);
 
   const std::vector<std::string> candidates = checkpoint_candidates(dir.string());

@@ -1,7 +1,11 @@
 #include "io/parallel_checkpoint.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <optional>
@@ -10,6 +14,7 @@
 #include <utility>
 #include <variant>
 
+#include "comm/watchdog.hpp"
 #include "io/hdf5_handle.hpp"
 
 namespace trident {
@@ -29,16 +34,24 @@ enum class FailureKind : int { caller = 1, checkpoint = 2 };
 struct Failure {
   FailureKind kind;
   std::string message;
+  bool names_os_reason = false;  // preferred: a collective write fails on every rank, the OS tells one
 };
 
-// Collective: if any rank of `comm` reports a failure, every rank throws the one of the lowest failing rank.
+// A CheckpointError whose message ends with the OS's reason (errno) for the failure.
+struct OsFailure : CheckpointError {
+  using CheckpointError::CheckpointError;
+};
+
+// Collective: if any rank of `comm` reports a failure, every rank throws the same one: that of the
+// lowest failing rank that names the OS's reason, else that of the lowest failing rank.
 void agree(MPI_Comm comm, const std::optional<Failure>& mine) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  int first = mine ? rank : size;
+  int first = mine ? (mine->names_os_reason ? rank : size + rank) : 2 * size;
   MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return;
+  if (first == 2 * size) return;
+  first %= size;
   int header[2] = {mine ? static_cast<int>(mine->kind) : 0, mine ? static_cast<int>(mine->message.size()) : 0};
   MPI_Bcast(header, 2, MPI_INT, first, comm);
   std::string message = rank == first ? mine->message : std::string(static_cast<std::size_t>(header[1]), '\0');
@@ -56,10 +69,29 @@ void collectively(MPI_Comm comm, Phase&& phase) {
     phase();
   } catch (const std::invalid_argument& e) {
     failure = Failure{FailureKind::caller, e.what()};
+  } catch (const OsFailure& e) {
+    failure = Failure{FailureKind::checkpoint, e.what(), true};
   } catch (const std::exception& e) {
     failure = Failure{FailureKind::checkpoint, e.what()};
   }
   agree(comm, failure);
+}
+
+// Runs a phase that writes to the file system. HDF5 and MPI-IO report a failed write as "file write
+// failed"; the OS's reason (no space left, I/O error, permission) is left in errno by the call
+// that failed, and is added to the message.
+template <class Phase>
+void with_os_reason(Phase&& phase) {
+  errno = 0;
+  try {
+    phase();
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    const int reason = errno;
+    if (reason == 0) throw;
+    throw OsFailure(std::string(e.what()) + " (" + std::strerror(reason) + ")");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,6 +333,49 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
+// An upper bound of the file's size (checkpoint_file_bound): what check_disk_space asks for.
+std::int64_t planned_file_bytes(const std::vector<TensorSlice>& tensors, const Attributes& attributes) {
+  std::int64_t data = 0, attribute_bytes = 0;
+  for (const TensorSlice& tensor : tensors)
+    data += element_count(tensor.global_shape) * static_cast<std::int64_t>(sizeof(float));
+  for (const auto& [name, value] : attributes) {
+    const auto* text = std::get_if<std::string>(&value);
+    attribute_bytes += static_cast<std::int64_t>(name.size() + (text ? text->size() : sizeof(double)));
+  }
+  return checkpoint_file_bound(data, static_cast<std::int64_t>(tensors.size()), attribute_bytes);
+}
+
+// Collective: the datasets, their checksums and the root attributes into the open `file`, flushed
+// to disk (MPI_File_sync) so that a rename can make it a checkpoint once closed.
+void write_contents(MPI_Comm comm, hid_t file, const std::string& tmp_path, const std::vector<TensorSlice>& tensors,
+                    const std::vector<std::uint64_t>& checksums, const Attributes& attributes) {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    collectively(comm, [&] { with_os_reason([&] { write_tensor(file, tensors[i], checksums[i], tmp_path); }); });
+  collectively(comm, [&] {
+    with_os_reason([&] {
+      for (const auto& [name, value] : attributes) write_attribute(file, name, value, tmp_path);
+      checked(H5Fflush(file, H5F_SCOPE_GLOBAL), tmp_path, "flush");
+    });
+  });
+}
+
+// After a write failed on some rank (all ranks are here): rank 0 frees the disk space at once,
+// then every rank tries to close the file. Parallel HDF5 may not manage that when the failed
+// writes left the ranks' metadata caches apart: the watchdog names the wait and ends the job.
+void abandon_file(MPI_Comm comm, Hdf5Handle& file, const std::string& tmp_path) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (rank == 0) {
+    ::truncate(tmp_path.c_str(), 0);  // frees the blocks even while the file is still open
+    std::error_code ignored;
+    fs::remove(tmp_path, ignored);
+  }
+  static const std::string writers = "the checkpoint's writers (" + std::to_string(size) + " ranks)";
+  const BlockedIn watched("closing of the checkpoint file after a failed write", writers);
+  file = Hdf5Handle();
+}
+
 }  // namespace
 
 std::string write_checkpoint_collective(MPI_Comm comm, const std::string& dir, int step, int keep,
@@ -310,6 +385,7 @@ std::string write_checkpoint_collective(MPI_Comm comm, const std::string& dir, i
   MPI_Comm_rank(comm, &rank);
   const std::string final_path = (fs::path(dir) / checkpoint_file_name(step)).string();
   const std::string tmp_path = final_path + kTmpSuffix;
+  const std::int64_t planned_bytes = planned_file_bytes(tensors, attributes);
 
   collectively(comm, [&] { validate_locally(tensors); });
   std::vector<std::uint64_t> checksums;
@@ -317,25 +393,28 @@ std::string write_checkpoint_collective(MPI_Comm comm, const std::string& dir, i
     check_same_description(comm, tensors, attributes);
     check_coverage(comm, tensors, std::vector<bool>(tensors.size(), true), "boxes");
     checksums = summed_checksums(comm, tensors, std::vector<bool>(tensors.size(), true));
-    if (rank == 0) fs::create_directories(dir);
+    if (rank == 0) {
+      fs::create_directories(dir);
+      check_disk_space(tmp_path, planned_bytes);
+    }
   });
 
-  {
-    Hdf5Handle file;
-    collectively(comm, [&] {
+  Hdf5Handle file;
+  collectively(comm, [&] {
+    with_os_reason([&] {
       const Hdf5Handle access = mpio_file_access(comm, tmp_path);
       file = Hdf5Handle(checked(H5Fcreate(tmp_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), tmp_path,
                                 "create file"),
                         H5Fclose);
     });
-    for (std::size_t i = 0; i < tensors.size(); ++i)
-      collectively(comm, [&] { write_tensor(file.get(), tensors[i], checksums[i], tmp_path); });
-    collectively(comm, [&] {
-      for (const auto& [name, value] : attributes) write_attribute(file.get(), name, value, tmp_path);
-      // MPI_File_sync: the data is on disk before the rename makes the file a checkpoint.
-      checked(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), tmp_path, "flush");
-    });
-  }  // closes the file (collective)
+  });
+  try {
+    write_contents(comm, file.get(), tmp_path, tensors, checksums, attributes);
+  } catch (const CheckpointError& error) {
+    abandon_file(comm, file, tmp_path);
+    throw CheckpointError(std::string(error.what()) + " (" + disk_space_note(dir, planned_bytes) + ")");
+  }
+  file = Hdf5Handle();  // closes the file (collective)
   MPI_Barrier(comm);
   collectively(comm, [&] {
     if (rank == 0) commit_checkpoint(tmp_path, final_path, keep);

@@ -36,7 +36,13 @@ struct CheckpointError : std::runtime_error {
 // datasets, groups created as needed), a uint64 "checksum" attribute on every dataset (the sum of
 // slice_checksum over the ranks), the root `attributes`; flushes (MPI_File_sync), closes, barriers;
 // then rank 0 commits (commit_checkpoint: rename to step_XXXXXXXX.h5, rewrite `latest`, keep the
-// newest `keep`, delete stale *.tmp). Returns the final path on every rank.
+// newest `keep`, delete stale *.tmp). Returns the final path on every rank. Before any HDF5 call,
+// rank 0 checks that the directory can take the file now (check_disk_space: full disk, quota,
+// permission). When that or a write fails, every rank throws the same CheckpointError, naming the
+// OS's reason where a rank saw one and the space needed and free, once rank 0 has removed the
+// partial file: `latest` and the previous checkpoints are untouched. (A write that fails half-way
+// can leave parallel HDF5 unable to close the file alike on every rank: that wait is watched,
+// comm/watchdog.hpp, and ends the job.)
 std::string write_checkpoint_collective(MPI_Comm comm, const std::string& dir, int step, int keep,
                                         const std::vector<TensorSlice>& tensors, const Attributes& attributes);
 

@@ -101,7 +101,34 @@ void check_data_position(const Attributes& attributes, const DataPosition& data,
       << "from the same sequence count, not from the windows the interrupted run would have read next\n";
 }
 
+// The root attributes of a checkpoint file (DESIGN.md "Checkpoint").
+Attributes checkpoint_attributes(const Deck& deck, int step, const DataPosition& data) {
+  const ParallelConfig& p = deck.parallel;
+  const std::int64_t consumed = std::int64_t{step} * deck.global_batch_sequences();
+  return {{"step", std::int64_t{step}},
+          {"data_position", consumed},  // sequences
+          {"data_windows", data.windows},
+          {"data_shuffle", std::int64_t{data.shuffled ? 1 : 0}},
+          {"data_epoch", consumed / data.windows},  // of the next sequence
+          {"seed", static_cast<std::int64_t>(deck.train.seed)},
+          {"rng", std::string("counter-based (seed, tensor name, element index): no state to save")},
+          {"format_version", kCheckpointFormatVersion},
+          {"grid", std::to_string(p.tp) + "x" + std::to_string(p.pp) + "x" + std::to_string(p.dp)},
+          {"model_family", word_of(deck.model.family)},
+          {"deck", deck.text}};
+}
+
 }  // namespace
+
+std::int64_t checkpoint_bytes(const Deck& deck) {
+  const ParamStore layout = whole_model_layout(deck.model);
+  std::int64_t elements = 0;
+  for (const ParamTensor& tensor : layout.tensors()) elements += static_cast<std::int64_t>(tensor.size);
+  const std::int64_t groups = std::size(kGroups);
+  return checkpoint_file_bound(groups * elements * static_cast<std::int64_t>(sizeof(float)),
+                               groups * static_cast<std::int64_t>(layout.tensors().size()),
+                               static_cast<std::int64_t>(deck.text.size()) + 1024);
+}
 
 std::string checkpoint_dir(const Deck& deck) {
   const std::filesystem::path dir(deck.checkpoint.dir);
@@ -113,21 +140,14 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
   const double start = MPI_Wtime();
   const Optimizer::Moments moments = optimizer.full_moments();  // collective over dp under ZeRO-1
   HostState host{host_view(params.values), host_view(moments.m), host_view(moments.v)};
-  const ParallelConfig& p = deck.parallel;
-  const std::int64_t consumed = std::int64_t{step} * deck.global_batch_sequences();
-  const std::string path = write_checkpoint_collective(
-      MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep, slices(deck, grid, params, host, false),
-      {{"step", std::int64_t{step}},
-       {"data_position", consumed},  // sequences
-       {"data_windows", data.windows},
-       {"data_shuffle", std::int64_t{data.shuffled ? 1 : 0}},
-       {"data_epoch", consumed / data.windows},  // of the next sequence
-       {"seed", static_cast<std::int64_t>(deck.train.seed)},
-       {"rng", std::string("counter-based (seed, tensor name, element index): no state to save")},
-       {"format_version", kCheckpointFormatVersion},
-       {"grid", std::to_string(p.tp) + "x" + std::to_string(p.pp) + "x" + std::to_string(p.dp)},
-       {"model_family", word_of(deck.model.family)},
-       {"deck", deck.text}});
+  std::string path;
+  try {
+    path =
+        write_checkpoint_collective(MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep,
+                                    slices(deck, grid, params, host, false), checkpoint_attributes(deck, step, data));
+  } catch (const CheckpointError& error) {
+    throw CheckpointWriteError(std::string(error.what()) + "; `latest` and the previous checkpoints are untouched");
+  }
   if (grid.world_rank == 0) log << "checkpoint " << path << " " << transfer_summary(path, MPI_Wtime() - start) << "\n" << std::flush;
 }
 

@@ -6,7 +6,9 @@
 // verified over what the ranks read together.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 
 #include "deck/config.hpp"
@@ -25,8 +27,15 @@ struct DataPosition {
   bool shuffled = false;
 };
 
+// A checkpoint that could not be written (full disk, quota, I/O error, permission), thrown by every
+// rank alike once the partial file is removed, naming the OS's reason, the size and the free space.
+struct CheckpointWriteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Collective over the world. Writes and commits <checkpoint dir>/step_XXXXXXXX.h5 (temporary
-// name, rename, `latest`) and keeps the newest checkpoint.keep files.
+// name, rename, `latest`) and keeps the newest checkpoint.keep files; CheckpointWriteError when
+// that fails, with `latest` and the previous checkpoints untouched.
 void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, Optimizer& optimizer,
                      int step, const DataPosition& data, std::ostream& log);
 
@@ -37,6 +46,9 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
 // InputError when checkpoints exist but none is valid, or when an explicit path fails to load.
 int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,
                            const DataPosition& data, std::ostream& log);
+
+// An upper bound of one checkpoint file's size (io/checkpoint_files.hpp checkpoint_file_bound).
+std::int64_t checkpoint_bytes(const Deck& deck);
 
 // checkpoint.dir resolved against output.dir when relative.
 std::string checkpoint_dir(const Deck& deck);

@@ -38,6 +38,7 @@
 #include "schedule/schedule.hpp"
 #include "schedule/schedule_report.hpp"
 #include "train/checkpoint.hpp"
+#include "train/checkpoint_space.hpp"
 #include "train/clock_sync.hpp"
 #include "train/evaluator.hpp"
 #include "train/event_log.hpp"
@@ -50,6 +51,16 @@
 namespace trident {
 
 namespace {
+
+// How the watchdog names the world in its report (comm/watchdog.hpp).
+const std::string& world_group(MPI_Comm world) {
+  static const std::string name = [world] {
+    int size = 0;
+    MPI_Comm_size(world, &size);
+    return "the world group (all " + std::to_string(size) + " ranks)";
+  }();
+  return name;
+}
 
 // A launch that started N singletons (srun without --mpi, a wrong mpirun) or a deck meant for
 // another world size must fail here, loudly, on every rank, before any compute.
@@ -220,7 +231,14 @@ struct Trainer::State {
   void load_microbatches(int step);
   void reduce_gradients();
   void record_step(int step, const StepTotals& totals, ProgressPrinter& progress);
+  struct StepMaxima {
+    std::vector<std::int64_t> stage_peaks;  // activation bytes per stage
+    std::int64_t peak_rss = 0;
+    double dp_exposed_s = 0.0, tp_comm_s = 0.0;
+  };
+  StepMaxima reduce_step_maxima(double tp_comm_seconds);
   bool checkpoint_or_stop(int step);
+  void save_checkpoint_at(int step, bool last_chance);
 
   Deck deck;
   MPI_Comm world;
@@ -273,6 +291,9 @@ void Trainer::State::open_timeline(const RunSummary& run) {
 }
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
+  int world_rank = 0;
+  MPI_Comm_rank(world, &world_rank);
+  watchdog_ = std::make_unique<CommWatchdog>(deck.schedule.timeout_s, world_rank);
   check_world_size(deck, world);
   check_memory_fits(deck, world);
   run_dir_lock_ = lock_run_dir(deck, world, log);
@@ -291,7 +312,10 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
                  s.flops_per_step};
   if (s.is_root()) print_banner_head(log, run);
   s.measure_gemm_peak(run);
-  if (s.is_root()) prepare_run_dir(deck.output.dir, deck.text);
+  if (s.is_root()) {
+    prepare_run_dir(deck.output.dir, deck.text);
+    warn_if_checkpoints_may_not_fit(deck, log);
+  }
   MPI_Barrier(world);  // the run directory exists before any rank looks for checkpoints in it
   s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, s.data_position(), log);
   install_stop_signal_handlers();
@@ -381,22 +405,18 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   const double tp_comm_seconds = grid.tp_group->take_blocked_seconds();
   // The gather synchronises the ranks; waiting for the slowest one is the step's imbalance, not
   // the recording's cost, so it happens before the clock starts.
-  MPI_Barrier(world);
+  {
+    const BlockedIn watched("barrier before the step's event gather", world_group(world));
+    MPI_Barrier(world);
+  }
   const double gather_start = now();
-  const std::vector<EventRow> rows = gather_events(world, events, grid.tp_rank(), grid.pp_rank(), grid.dp_rank(), step);
+  std::vector<EventRow> rows;
+  {
+    const BlockedIn watched("gather of the step's events", world_group(world));
+    rows = gather_events(world, events, grid.tp_rank(), grid.pp_rank(), grid.dp_rank(), step);
+  }
   const double gather_seconds = now() - gather_start;
-  // Per stage the largest activation peak of its ranks, and after them the largest resident set.
-  std::vector<std::int64_t> stage_peaks(static_cast<std::size_t>(deck.parallel.pp) + 1, 0);
-  stage_peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(model.peak_activation_bytes());
-  stage_peaks.back() = peak_resident_bytes();
-  MPI_Reduce(is_root() ? MPI_IN_PLACE : stage_peaks.data(), stage_peaks.data(), deck.parallel.pp + 1, MPI_INT64_T,
-             MPI_MAX, 0, world);
-  const std::int64_t peak_rss = stage_peaks.back();
-  stage_peaks.pop_back();
-  // Whichever rank waited longest shows what communication and imbalance cost the step; rank 0
-  // alone may be the slow one that never waits (Megatron's timers report the maximum as well).
-  double blocked_seconds[2] = {sync.last_exposed_seconds(), tp_comm_seconds};
-  MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 2, MPI_DOUBLE, MPI_MAX, 0, world);
+  const StepMaxima maxima = reduce_step_maxima(tp_comm_seconds);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - totals.start).count() - totals.eval_seconds;
   if (!is_root()) return;
@@ -414,11 +434,11 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.bubble = measured_bubble(rows, grid.world_size);
   record.achieved_gflops = flops_per_step / seconds / 1e9;
   record.mfu = record.achieved_gflops / (gemm_peak_gflops * grid.world_size);
-  record.dp_exposed_s = blocked_seconds[0];
-  record.tp_comm_s = blocked_seconds[1];
-  record.peak_activation_bytes = *std::max_element(stage_peaks.begin(), stage_peaks.end());
-  record.peak_activation_bytes_per_stage = stage_peaks;
-  record.peak_rss_bytes = peak_rss;
+  record.dp_exposed_s = maxima.dp_exposed_s;
+  record.tp_comm_s = maxima.tp_comm_s;
+  record.peak_activation_bytes = *std::max_element(maxima.stage_peaks.begin(), maxima.stage_peaks.end());
+  record.peak_activation_bytes_per_stage = maxima.stage_peaks;
+  record.peak_rss_bytes = maxima.peak_rss;
   const double append_start = now();
   timeline->append_events(rows);
   record.timeline_s = gather_seconds + (now() - append_start);
@@ -426,15 +446,37 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   progress.step(record);
 }
 
+// On world rank 0: per stage the largest activation peak of its ranks, the largest resident set,
+// and whichever rank waited longest in communication (what communication and imbalance cost the
+// step; rank 0 alone may be the slow one that never waits; Megatron's timers report the maximum).
+Trainer::State::StepMaxima Trainer::State::reduce_step_maxima(double tp_comm_seconds) {
+  std::vector<std::int64_t> peaks(static_cast<std::size_t>(deck.parallel.pp) + 1, 0);
+  peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(model.peak_activation_bytes());
+  peaks.back() = peak_resident_bytes();
+  double blocked_seconds[2] = {sync.last_exposed_seconds(), tp_comm_seconds};
+  {
+    const BlockedIn watched("reduce of the step's figures", world_group(world));
+    MPI_Reduce(is_root() ? MPI_IN_PLACE : peaks.data(), peaks.data(), deck.parallel.pp + 1, MPI_INT64_T, MPI_MAX, 0,
+               world);
+    MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 2, MPI_DOUBLE, MPI_MAX, 0, world);
+  }
+  const std::int64_t peak_rss = peaks.back();
+  peaks.pop_back();
+  return {std::move(peaks), peak_rss, blocked_seconds[0], blocked_seconds[1]};
+}
+
 // Saves a checkpoint when one is due or a stop signal arrived; returns whether to stop. Signals are
 // looked at here only, where every rank is between steps, and all ranks agree.
 bool Trainer::State::checkpoint_or_stop(int step) {
   int stop_signal = received_stop_signal();
-  MPI_Allreduce(MPI_IN_PLACE, &stop_signal, 1, MPI_INT, MPI_MAX, world);
+  {
+    const BlockedIn watched("all-reduce of the stop signals", world_group(world));
+    MPI_Allreduce(MPI_IN_PLACE, &stop_signal, 1, MPI_INT, MPI_MAX, world);
+  }
   const bool due = step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0);
   if (due || stop_signal) {
     if (is_root()) timeline->flush();
-    save_checkpoint(deck, grid, model.params(), *optimizer, step, data_position(), log);
+    save_checkpoint_at(step, step == deck.train.steps || stop_signal != 0);
   }
   if (!stop_signal || step == deck.train.steps) return false;
   if (is_root())
@@ -442,6 +484,25 @@ bool Trainer::State::checkpoint_or_stop(int step) {
         << ": checkpoint saved; exit code 3 (resubmit: checkpoint.resume = \"auto\" continues)\n"
         << std::flush;
   return true;
+}
+
+// A checkpoint that could not be written (every rank threw the same error; the partial file is
+// gone, `latest` and the older checkpoints untouched) ends the run under on_failure = "abort", and
+// always when it is the last chance to save the training (the final step, a stop signal).
+void Trainer::State::save_checkpoint_at(int step, bool last_chance) {
+  try {
+    save_checkpoint(deck, grid, model.params(), *optimizer, step, data_position(), log);
+  } catch (const CheckpointWriteError& error) {
+    const std::string what = "checkpoint of step " + std::to_string(step) + " not written: " + error.what();
+    if (last_chance || deck.checkpoint.on_failure == CheckpointFailure::abort)
+      throw CollectiveFailure(what +
+                              "; see the reason: free space there, or set checkpoint.dir to another file system" +
+                              (last_chance ? "" : " (checkpoint.on_failure = \"continue\" trains on without it)"));
+    if (is_root())
+      log << "  warning: " << what << "; training goes on (checkpoint.on_failure = \"continue\") and tries again at "
+          << "the next checkpoint\n"
+          << std::flush;
+  }
 }
 
 }  // namespace trident

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "comm/watchdog.hpp"
 #include "deck/config.hpp"
 #include "io/run_dir_lock.hpp"
 
@@ -29,6 +30,7 @@ class Trainer {
 
  private:
   struct State;
+  std::unique_ptr<CommWatchdog> watchdog_;    // watches every blocking call, set-up and clean-up included
   std::unique_ptr<RunDirLock> run_dir_lock_;  // world rank 0; released after the State is gone
   std::unique_ptr<State> state_;
 };

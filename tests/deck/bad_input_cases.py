@@ -136,6 +136,7 @@ DECK_CASES = [
     ("eval_key_misspelt", {"eval.batchs": "2"}, ["eval.batchs", "did you mean `eval.batches`?"]),
     ("synthetic_shorter_than_a_window", {"data.synthetic_tokens": "16"}, ["data.synthetic_tokens", "17"]),
     ("checkpoint_keep_zero", {"checkpoint.keep": "0"}, ["checkpoint.keep", "at least 1"]),
+    ("checkpoint_on_failure_typo", {"checkpoint.on_failure": '"contine"'}, ["checkpoint.on_failure", "did you mean \"continue\""]),
     ("resume_missing", {"checkpoint.resume": '"step_00000009.h5"'}, ["checkpoint.resume", '"auto"']),
     ("output_dir_empty", {"output.dir": '""'}, ["output.dir", "must not be empty"]),
     ("log_every_zero", {"output.log_every": "0"}, ["output.log_every", "at least 1"]),

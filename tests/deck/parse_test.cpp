@@ -125,6 +125,7 @@ synthetic_tokens = 5000
 dir = "ckpt"
 every = 10
 keep = 3
+on_failure = "continue"
 resume = "step_00000007.h5"
 
 [output]
@@ -163,6 +164,7 @@ log_every = 6
   EXPECT_EQ(deck.checkpoint.dir, "ckpt");
   EXPECT_EQ(deck.checkpoint.every, 10);
   EXPECT_EQ(deck.checkpoint.keep, 3);
+  EXPECT_EQ(deck.checkpoint.on_failure, CheckpointFailure::continue_training);
   EXPECT_EQ(deck.checkpoint.resume, CheckpointConfig::Resume::file);
   EXPECT_EQ(deck.checkpoint.resume_file, (dir.path() / "step_00000007.h5").string());
   EXPECT_EQ(deck.output.dir, "runs/every");

@@ -1,0 +1,36 @@
+// The communication watchdog (DESIGN.md "Watchdog"): a thread that ends the whole job when this
+// rank has been blocked in one communication call for longer than the limit (schedule.timeout_s),
+// after printing which call, in which group, and for how long. A rank stopped, hung or dead
+// anywhere leaves its peers waiting in some collective or message: they report it and the job ends
+// within the limit instead of hanging until the batch system's wall time.
+//
+// The calls that block mark themselves with a BlockedIn scope: MpiComm's collectives and waits,
+// and the trainer's own collectives between steps. Only the outermost scope counts. Waits that poll
+// (the pipeline executor's receives) keep their own watchdog with the message's details.
+#pragma once
+
+#include <string>
+
+namespace trident {
+
+// The thread, for the lifetime of this object (one at a time per process). `world_rank` names this
+// rank in the report.
+class CommWatchdog {
+ public:
+  CommWatchdog(double timeout_s, int world_rank);
+  ~CommWatchdog();
+  CommWatchdog(const CommWatchdog&) = delete;
+  CommWatchdog& operator=(const CommWatchdog&) = delete;
+};
+
+// The calling thread is blocked in `operation` (a literal, e.g. "all-reduce") of `group` (e.g.
+// "the dp group (world ranks 0, 2)"; must outlive the scope) from construction to destruction.
+class BlockedIn {
+ public:
+  BlockedIn(const char* operation, const std::string& group);
+  ~BlockedIn();
+  BlockedIn(const BlockedIn&) = delete;
+  BlockedIn& operator=(const BlockedIn&) = delete;
+};
+
+}  // namespace trident

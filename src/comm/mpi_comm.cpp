@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/watchdog.hpp"
+#include "common/watchdog.hpp"
 
 namespace trident {
 

@@ -11,7 +11,7 @@
 namespace trident {
 
 // Duplicates `comm` (the Comm owns and frees its duplicate), so its traffic never mixes with
-// other users of the same group. Its blocking calls are watched (comm/watchdog.hpp), and reported
+// other users of the same group. Its blocking calls are watched (common/watchdog.hpp), and reported
 // as in "the `name` group (world ranks ...)".
 std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, const std::string& name = "MPI");
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <variant>
 
-#include "comm/watchdog.hpp"
+#include "common/watchdog.hpp"
 #include "io/hdf5_handle.hpp"
 
 namespace trident {

@@ -42,7 +42,7 @@ struct CheckpointError : std::runtime_error {
 // OS's reason where a rank saw one and the space needed and free, once rank 0 has removed the
 // partial file: `latest` and the previous checkpoints are untouched. (A write that fails half-way
 // can leave parallel HDF5 unable to close the file alike on every rank: that wait is watched,
-// comm/watchdog.hpp, and ends the job.)
+// common/watchdog.hpp, and ends the job.)
 std::string write_checkpoint_collective(MPI_Comm comm, const std::string& dir, int step, int keep,
                                         const std::vector<TensorSlice>& tensors, const Attributes& attributes);
 

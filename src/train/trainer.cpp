@@ -52,7 +52,7 @@ namespace trident {
 
 namespace {
 
-// How the watchdog names the world in its report (comm/watchdog.hpp).
+// How the watchdog names the world in its report (common/watchdog.hpp).
 const std::string& world_group(MPI_Comm world) {
   static const std::string name = [world] {
     int size = 0;

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/watchdog.hpp"
+#include "common/watchdog.hpp"
 #include "deck/config.hpp"
 #include "io/run_dir_lock.hpp"
 

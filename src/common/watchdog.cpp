@@ -1,4 +1,4 @@
-#include "comm/watchdog.hpp"
+#include "common/watchdog.hpp"
 
 #include <mpi.h>
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "io/checkpoint_header.hpp"
 #include "io/parallel_checkpoint.hpp"
 #include "model/families.hpp"
 #include "model/gpt.hpp"
@@ -86,18 +87,15 @@ std::string transfer_summary(const std::string& path, double seconds) {
 }
 
 // A warning when the checkpoint's run read other data (older checkpoints record none).
-void check_data_position(const Attributes& attributes, const DataPosition& data, std::ostream& log) {
-  const bool recorded =
-      std::ranges::any_of(attributes, [](const auto& entry) { return entry.first == "data_windows"; });
-  if (!recorded) return;
-  const auto windows = attribute_value<std::int64_t>(attributes, "data_windows");
-  const bool shuffled = attribute_value<std::int64_t>(attributes, "data_shuffle") != 0;
-  if (windows == data.windows && shuffled == data.shuffled) return;
+void check_data_position(const CheckpointHeader& header, const DataPosition& data, std::ostream& log) {
+  if (!header.data_windows) return;
+  if (*header.data_windows == data.windows && header.data_shuffled == data.shuffled) return;
   const auto describe = [](std::int64_t n, bool shuffle) {
     return std::to_string(n) + (shuffle ? " shuffled" : "") + " windows";
   };
-  log << "  warning: the checkpoint's run read " << describe(windows, shuffled) << ", this run reads "
-      << describe(data.windows, data.shuffled) << " (data.path, data.shuffle or model.seq_len changed): it goes on "
+  log << "  warning: the checkpoint's run read " << describe(*header.data_windows, header.data_shuffled)
+      << ", this run reads " << describe(data.windows, data.shuffled)
+      << " (data.path, data.shuffle or model.seq_len changed): it goes on "
       << "from the same sequence count, not from the windows the interrupted run would have read next\n";
 }
 
@@ -169,19 +167,18 @@ int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore
   for (const std::string& path : candidates) {
     try {
       const double start = MPI_Wtime();
-      const Attributes attributes = read_checkpoint_collective(MPI_COMM_WORLD, path, wanted, counted);
-      const int step = static_cast<int>(attribute_value<std::int64_t>(attributes, "step"));
+      const CheckpointHeader header =
+          checkpoint_header(read_checkpoint_collective(MPI_COMM_WORLD, path, wanted, counted), path);
       Kokkos::deep_copy(params.values, host.values);
       Kokkos::deep_copy(moments.m, host.m);
       Kokkos::deep_copy(moments.v, host.v);
       optimizer.import_moments(moments);
       if (root) {
-        log << "  resume  " << path << " (step " << step << ", written on grid "
-            << attribute_value<std::string>(attributes, "grid") << ") " << transfer_summary(path, MPI_Wtime() - start)
-            << "\n";
-        check_data_position(attributes, data, log);
+        log << "  resume  " << path << " (step " << header.step << ", written on grid " << header.grid << ") "
+            << transfer_summary(path, MPI_Wtime() - start) << "\n";
+        check_data_position(header, data, log);
       }
-      return step;
+      return header.step;
     } catch (const CheckpointError& error) {
       if (!automatic) throw InputError(std::string(error.what()) + "; fix checkpoint.resume or use \"auto\"/\"none\"");
       if (root) log << "  warning: " << error.what() << "; trying the previous checkpoint\n";

@@ -371,7 +371,7 @@ void abandon_file(MPI_Comm comm, Hdf5Handle& file, const std::string& tmp_path) 
     std::error_code ignored;
     fs::remove(tmp_path, ignored);
   }
-  static const std::string writers = "the checkpoint's writers (" + std::to_string(size) + " ranks)";
+  const std::string writers = "the checkpoint's writers (" + std::to_string(size) + " ranks)";
   const BlockedIn watched("closing of the checkpoint file after a failed write", writers);
   file = Hdf5Handle();
 }

@@ -33,10 +33,11 @@ void warn_if_checkpoints_may_not_fit(const Deck& deck, std::ostream& log) {
   std::error_code error;
   for (const std::string& path : checkpoint_candidates(checkpoint_dir(deck)))
     existing += static_cast<std::int64_t>(fs::file_size(path, error));
-  const std::int64_t needed = (deck.checkpoint.keep + 1) * checkpoint_bytes(deck);
+  const std::int64_t one = checkpoint_bytes(deck);
+  const std::int64_t needed = (deck.checkpoint.keep + 1) * one;
   if (free + existing >= needed) return;
   log << "  warning: checkpoint.keep + 1 = " << deck.checkpoint.keep + 1 << " checkpoints of "
-      << bytes(checkpoint_bytes(deck)) << " need " << bytes(needed) << ", but " << dir.string() << " has "
+      << bytes(one) << " need " << bytes(needed) << ", but " << dir.string() << " has "
       << bytes(free) << " free" << (existing > 0 ? " and " + bytes(existing) + " in checkpoints already there" : "")
       << ": a checkpoint write may fail for lack of space (free space there, lower checkpoint.keep, or set "
          "checkpoint.dir to a larger file system)\n";

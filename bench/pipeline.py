@@ -81,6 +81,9 @@ def real_part(args, env):
             print(f"  note: {name} ran schedule {r['schedule_kind']}")
 
 
+V_SHAPE_KINDS = ("zb-v", "v-half")  # two chunks per rank, one layer each
+
+
 def emulated_steps(args, m):
     """--steps for m <= 16, half for m = 32, a quarter for m = 64; never fewer than warm-up + 2."""
     return max(args.warmup + 2, args.steps * 16 // max(m, 16))
@@ -89,7 +92,7 @@ def emulated_steps(args, m):
 def emulated_part(args, env):
     F = args.forward_ms
     deck = REPO / "input_decks" / "tiny.toml"
-    print(f"emulated compute: input_decks/tiny.toml, layers = p, micro_batch_size 1, F {F:g} ms, B {2 * F:g} ms, "
+    print(f"emulated compute: input_decks/tiny.toml, layers = p (2p for zb-v and v-half), micro_batch_size 1, F {F:g} ms, B {2 * F:g} ms, "
           f"I {F:g} ms, W {F:g} ms; ranks = p, oversubscribed on {os.cpu_count()} CPUs; "
           f"steps per row (median after {args.warmup})")
     print(f"{'p':>3}{'m':>5}  {'schedule':<9}{'steps':>6}{'bubble':>9}{'textbook':>10}{'simulator':>11}"
@@ -98,7 +101,9 @@ def emulated_part(args, env):
         for m in args.microbatch_counts:
             for kind in args.schedules:
                 steps = emulated_steps(args, m)
-                settings = {"model.layers": p, "schedule.kind": kind, "schedule.microbatches": m,
+                chunks = 2 if kind in V_SHAPE_KINDS else 1
+                settings = {"model.layers": p * chunks, "schedule.kind": kind, "schedule.microbatches": m,
+                            "schedule.virtual_stages": chunks,
                             "schedule.micro_batch_size": 1, "emulate.enabled": "true",
                             "emulate.forward_ms": F, "emulate.backward_ms": 2 * F,
                             "emulate.input_grad_ms": F, "emulate.weight_grad_ms": F}

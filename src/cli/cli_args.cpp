@@ -13,7 +13,8 @@ Usage:
   trident run   DECK [--set section.key=value ...]   train (under mpirun / srun)
   trident plan  DECK [--ranks N] [--show-schedule] [--set section.key=value ...]
                 grid, stage partition, parameters, FLOPs, memory, and a table of the pipeline
-                schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, auto) with simulated bubbles
+                schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, v-half, auto) with
+                simulated bubbles
   trident check DECK [--set section.key=value ...]   validate the deck and its schedule; print the
                 ranks it needs and its run directory (lines "ranks: N ..." and "output: DIR")
   trident --help | --version
@@ -29,7 +30,9 @@ Options:
   -h, --help               this text
 
 Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments, 3 checkpointed and stopped
-on SIGUSR1/SIGTERM (run again to resume from the checkpoint).
+on SIGUSR1/SIGTERM (run again to resume from the checkpoint), 4 ended by the watchdog: a rank
+waited schedule.timeout_s for a peer that is stopped, dead or unreachable (resume once its node
+is healthy).
 Decks: input_decks/*.toml; every key and contract: DESIGN.md; examples: README.md.
 )";
 }

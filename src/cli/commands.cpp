@@ -12,6 +12,7 @@
 
 #include "comm/mpi_tuning.hpp"
 #include "common/error.hpp"
+#include "common/watchdog.hpp"
 #include "deck/deck.hpp"
 #include "plan/report.hpp"
 #include "schedule/schedule_report.hpp"
@@ -83,7 +84,7 @@ int or_abort(MPI_Comm comm, Body&& body) {
     }
     return kExitOk;
   });
-  if (code != kExitOk && !every_rank_failed) MPI_Abort(comm, code);
+  if (code != kExitOk && !every_rank_failed) abort_job(code);
   return code;
 }
 

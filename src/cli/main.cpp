@@ -1,5 +1,6 @@
 // trident: entry point. Parses the command line and dispatches; exit codes per DESIGN.md
-// (0 ok, 1 runtime failure, 2 bad deck or arguments).
+// (0 ok, 1 runtime failure, 2 bad deck or arguments, 3 checkpointed and stopped, 4 ended by the
+// watchdog).
 #include <iostream>
 
 #include "cli/cli_args.hpp"

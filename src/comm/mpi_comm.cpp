@@ -27,7 +27,8 @@ int as_count(std::size_t count) {
   return static_cast<int>(count);
 }
 
-// "the dp group (world ranks 0, 2)": the group as the watchdog names it.
+// "the dp group (world ranks 0, 2 on node7)", or "(world ranks 0 on node7, 2 on node8)" across
+// hosts: the group as the watchdog names it; collective over `comm`.
 std::string describe_group(MPI_Comm comm, const std::string& name) {
   MPI_Group group, world;
   MPI_Comm_group(comm, &group);
@@ -39,11 +40,14 @@ std::string describe_group(MPI_Comm comm, const std::string& name) {
   MPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world);
+  const std::vector<std::string> hosts = hosts_of_ranks(comm);
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
   constexpr int kListed = 8;
   std::string text = "the " + name + " group (world rank" + (size > 1 ? "s " : " ");
-  for (int i = 0; i < std::min(size, kListed); ++i) text += (i > 0 ? ", " : "") + std::to_string(world_ranks[i]);
+  for (int i = 0; i < std::min(size, kListed); ++i)
+    text += (i > 0 ? ", " : "") + std::to_string(world_ranks[i]) + (one_host ? "" : " on " + hosts[i]);
   if (size > kListed) text += ", ... (" + std::to_string(size) + " ranks)";
-  return text + ")";
+  return text + (one_host ? " on " + hosts[0] : "") + ")";
 }
 
 class MpiRequest final : public CommRequest {
@@ -135,6 +139,19 @@ class MpiComm final : public Comm {
 };
 
 }  // namespace
+
+std::vector<std::string> hosts_of_ranks(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(host, &length);
+  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  std::vector<std::string> hosts;
+  for (int rank = 0; rank < size; ++rank) hosts.emplace_back(&names[rank * MPI_MAX_PROCESSOR_NAME]);
+  return hosts;
+}
 
 std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, const std::string& name) {
   return std::make_unique<MpiComm>(comm, name);

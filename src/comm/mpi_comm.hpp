@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/comm.hpp"
 
@@ -14,5 +15,8 @@ namespace trident {
 // other users of the same group. Its blocking calls are watched (common/watchdog.hpp), and reported
 // as in "the `name` group (world ranks ...)".
 std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, const std::string& name = "MPI");
+
+// Each rank's host (MPI's processor name), by rank in `comm`; collective over `comm`.
+std::vector<std::string> hosts_of_ranks(MPI_Comm comm);
 
 }  // namespace trident

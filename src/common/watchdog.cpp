@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/error.hpp"
+
 namespace trident {
 
 namespace {
@@ -27,6 +29,8 @@ struct Watch {
   int depth = 0;
   const char* operation = nullptr;
   const std::string* group = nullptr;
+  double limit_s = 0.0;
+  const char* limit_key = nullptr;
   Clock::time_point since;
 };
 
@@ -39,13 +43,12 @@ Watch& watch() {
 // ones included (Open MPI honours it from any thread).
 [[noreturn]] void end_job(const Watch& w, double waited) {
   std::fprintf(stderr,
-               "trident: world rank %d: watchdog: waited %.0f s in the %s of %s (schedule.timeout_s = %g): a rank "
-               "of that group is stopped, hung or gone. Aborting the job. Look for that rank's own message or its "
-               "node's health; raise schedule.timeout_s if such a wait is legitimate\n",
-               w.world_rank, waited, w.operation, w.group->c_str(), w.timeout_s);
+               "trident: world rank %d: watchdog: waited %.0f s in the %s of %s (%s = %g): a rank of that group is "
+               "stopped, hung or gone. Aborting the job. Look for that rank's own message or its node's health; "
+               "raise %s if such a wait is legitimate\n",
+               w.world_rank, waited, w.operation, w.group->c_str(), w.limit_key, w.limit_s, w.limit_key);
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();
+  abort_job(kExitPeerLost);
 }
 
 void watch_loop() {
@@ -56,11 +59,21 @@ void watch_loop() {
     w.wake.wait_for(lock, poll);
     if (w.stopping || w.depth == 0) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - w.since).count();
-    if (waited > w.timeout_s) end_job(w, waited);
+    if (waited > w.limit_s) end_job(w, waited);
   }
 }
 
 }  // namespace
+
+void abort_job(int exit_code) {
+  constexpr auto grace = std::chrono::seconds(30);
+  std::thread([exit_code, grace] {
+    std::this_thread::sleep_for(grace);
+    std::_Exit(exit_code);
+  }).detach();
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
 
 CommWatchdog::CommWatchdog(double timeout_s, int world_rank) {
   Watch& w = watch();
@@ -81,12 +94,17 @@ CommWatchdog::~CommWatchdog() {
   w.thread.join();
 }
 
-BlockedIn::BlockedIn(const char* operation, const std::string& group) {
+BlockedIn::BlockedIn(const char* operation, const std::string& group)
+    : BlockedIn(operation, group, watch().timeout_s, "schedule.timeout_s") {}
+
+BlockedIn::BlockedIn(const char* operation, const std::string& group, double limit_s, const char* limit_key) {
   Watch& w = watch();
   std::lock_guard lock(w.mutex);
   if (w.depth++ > 0) return;
   w.operation = operation;
   w.group = &group;
+  w.limit_s = limit_s;
+  w.limit_key = limit_key;
   w.since = Clock::now();
 }
 

@@ -23,11 +23,18 @@ class CommWatchdog {
   CommWatchdog& operator=(const CommWatchdog&) = delete;
 };
 
+// Ends every rank of the job with `exit_code` (MPI_Abort). Where the runtime cannot reach another
+// node (its link is down) MPI_Abort may wait for it: this process exits after a grace period
+// regardless, so that no rank stays behind.
+[[noreturn]] void abort_job(int exit_code);
+
 // The calling thread is blocked in `operation` (a literal, e.g. "all-reduce") of `group` (e.g.
 // "the dp group (world ranks 0, 2)"; must outlive the scope) from construction to destruction.
+// The limit is the watchdog's (schedule.timeout_s) unless given with the deck key that sets it.
 class BlockedIn {
  public:
   BlockedIn(const char* operation, const std::string& group);
+  BlockedIn(const char* operation, const std::string& group, double limit_s, const char* limit_key);
   ~BlockedIn();
   BlockedIn(const BlockedIn&) = delete;
   BlockedIn& operator=(const BlockedIn&) = delete;

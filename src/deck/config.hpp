@@ -63,12 +63,19 @@ struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   int microbatches = 1;       // m: micro-batches per step on each data-parallel replica
   int micro_batch_size = 1;   // sequences per micro-batch
-  int virtual_stages = 1;     // v: model chunks per pipeline rank (interleaved-1f1b needs >= 2)
+  int virtual_stages = 1;     // v: model chunks per pipeline rank (interleaved-1f1b >= 2, zb-v and v-half 2)
   Recompute recompute = Recompute::none;
   double timeout_s = 300.0;        // watchdog: longest wait for one pipeline message before aborting
   // auto: the most activation memory a rank may hold, in micro-batches of a whole stage
   // (0 = what 1F1B holds on stage 0, i.e. p).
   double auto_memory_limit = 0.0;
+  // v-half: the activations a rank may hold, as a fraction of 1F1B's peak (p micro-batches of a
+  // whole stage); zb-v holds all of it.
+  double activation_budget = 0.5;
+  // schedule.replan: "off", "once" (after step 2, the first without first-touch costs) or
+  // "every N" (after every N-th step): re-plan from the measured costs (schedule/replan.hpp).
+  enum class Replan { off, once, every } replan = Replan::off;
+  int replan_every = 0;  // N of "every N"
 };
 
 // [emulate]: every pipeline action sleeps for a fixed time instead of computing, while the
@@ -119,6 +126,9 @@ struct CheckpointConfig {
   int every = 0;                     // 0 = only at the end
   int keep = 2;
   CheckpointFailure on_failure = CheckpointFailure::abort;
+  // The longest a checkpoint's collective file I/O may take before the watchdog ends the job (a
+  // writer stopped or cut off); separate from schedule.timeout_s since a large checkpoint is slow.
+  double timeout_s = 600.0;
   // checkpoint.resume: "auto" (the newest in dir), "none", or a file's path (kept in resume_file,
   // relative paths resolved against the deck's directory).
   enum class Resume { newest, none, file } resume = Resume::newest;

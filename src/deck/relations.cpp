@@ -127,7 +127,7 @@ void check_parallel(const Deck& deck, const KeyLocations& where) {
 }
 
 // parallel.stage_layers lists layers per virtual stage in model order: pp entries, or
-// pp * virtual_stages with an interleaved schedule (virtual stage c * pp + r = chunk c of rank r).
+// pp * virtual_stages with chunked schedules (which rank holds which: plan/partition.hpp).
 void check_stage_layers(const Deck& deck, const KeyLocations& where) {
   const ParallelConfig& parallel = deck.parallel;
   const std::vector<int>& stages = parallel.stage_layers;
@@ -147,10 +147,10 @@ void check_stage_layers(const Deck& deck, const KeyLocations& where) {
     const std::string pp = "parallel.pp = " + std::to_string(parallel.pp);
     const std::string count = virtual_stages == 1
                                   ? pp + "; give one layer count per pipeline stage"
-                                  : pp + " x schedule.virtual_stages = " + std::to_string(virtual_stages) +
-                                        " makes " + std::to_string(expected) +
+                                  : pp + " x schedule.virtual_stages = " + std::to_string(virtual_stages) + " makes " +
+                                        std::to_string(expected) +
                                         " virtual stages; give one layer count per virtual stage in model order "
-                                        "(entry c * pp + r is chunk c of rank r)";
+                                        "(`trident plan` shows which rank holds each)";
     where.fail("parallel.stage_layers", "parallel.stage_layers has " + std::to_string(stages.size()) +
                                             " entries but " + count + ", " + other_splits);
   }
@@ -173,12 +173,22 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                                             std::to_string(kMaxCount) + "; use fewer micro-batches");
   }
   // With "auto", virtual_stages is the most chunks per rank that auto may choose.
+  const bool v_shape = schedule.kind == ScheduleKind::zb_v || schedule.kind == ScheduleKind::v_half;
   const bool chunked_kind = schedule.kind == ScheduleKind::interleaved_1f1b || schedule.kind == ScheduleKind::automatic;
-  if (schedule.virtual_stages > 1 && !chunked_kind) {
+  if (schedule.virtual_stages > 1 && !chunked_kind && !v_shape) {
     where.fail("schedule.virtual_stages", "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
-                                              " needs schedule.kind = \"interleaved-1f1b\" or \"auto\" (kind is \"" +
+                                              " needs schedule.kind = \"interleaved-1f1b\", \"zb-v\", \"v-half\" or "
+                                              "\"auto\" (kind is \"" +
                                               word_of(schedule.kind) +
                                               "\"); use virtual_stages = 1 or change the kind");
+  }
+  if (v_shape && schedule.virtual_stages != 2) {
+    const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");
+    where.fail(blame_chunks ? "schedule.virtual_stages" : "schedule.kind",
+               "schedule.kind = \"" + word_of(schedule.kind) +
+                   "\" places two model chunks per pipeline rank in a V "
+                   "and needs schedule.virtual_stages = 2, got " +
+                   std::to_string(schedule.virtual_stages) + "; set virtual_stages = 2");
   }
   if (schedule.kind == ScheduleKind::interleaved_1f1b && schedule.virtual_stages < 2) {
     const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 
 #include "deck/locations.hpp"
@@ -52,6 +53,7 @@ struct Interval {
 constexpr Interval kPositive{0.0, true};
 constexpr Interval kNonNegative{0.0, false};
 constexpr Interval kFraction{0.0, false, 1.0, true};  // Adam betas
+constexpr Interval kShare{0.0, true, 1.0, false};     // (0, 1]
 
 double read_real(const toml::node& node, const KeySite& site, const Interval& allowed) {
   double value = 0.0;
@@ -159,6 +161,26 @@ KeySpec input_paths(std::string section, std::string name, Section Deck::*part,
 }
 
 // checkpoint.resume: "auto", "none", or the path of a checkpoint file.
+// schedule.replan: "off", "once" or "every N" (N >= 1).
+KeySpec replan_choice() {
+  return {"schedule", "replan", [](const toml::node& node, Deck& deck, const KeySite& site) {
+            const std::string& value = read_string(node, site);
+            using Replan = ScheduleConfig::Replan;
+            ScheduleConfig& schedule = deck.schedule;
+            int every = 0;
+            char tail = 0;
+            if (value == "off" || value == "once") {
+              schedule.replan = value == "off" ? Replan::off : Replan::once;
+            } else if (std::sscanf(value.c_str(), "every %d%c", &every, &tail) == 1 && every >= 1) {
+              schedule.replan = Replan::every;
+              schedule.replan_every = every;
+            } else {
+              site.fail("must be \"off\", \"once\" or \"every N\" with N >= 1 (steps between re-plans), got \"" +
+                        value + "\"");
+            }
+          }};
+}
+
 KeySpec resume_choice() {
   return {"checkpoint", "resume", [](const toml::node& node, Deck& deck, const KeySite& site) {
             const std::string& value = read_string(node, site);
@@ -239,6 +261,8 @@ const std::vector<KeySpec>& deck_keys() {
       choice("schedule", "recompute", &Deck::schedule, &ScheduleConfig::recompute),
       real("schedule", "timeout_s", &Deck::schedule, &ScheduleConfig::timeout_s, kPositive),
       real("schedule", "auto_memory_limit", &Deck::schedule, &ScheduleConfig::auto_memory_limit, kNonNegative),
+      real("schedule", "activation_budget", &Deck::schedule, &ScheduleConfig::activation_budget, kShare),
+      replan_choice(),
 
       integer("train", "steps", &Deck::train, &TrainConfig::steps, 1),
       integer("train", "seed", &Deck::train, &TrainConfig::seed, 0),
@@ -266,6 +290,7 @@ const std::vector<KeySpec>& deck_keys() {
       integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
       integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
       choice("checkpoint", "on_failure", &Deck::checkpoint, &CheckpointConfig::on_failure),
+      real("checkpoint", "timeout_s", &Deck::checkpoint, &CheckpointConfig::timeout_s, kPositive),
       resume_choice(),
 
       directory("output", "dir", &Deck::output, &OutputConfig::dir),

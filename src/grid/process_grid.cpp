@@ -44,9 +44,9 @@ std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const
 
 std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   const ParallelConfig& config = grid.config;
-  if (config.pp == 1) return make_local_comm();
-  // Every rank takes part in the split (it is collective); middle stages opt out.
-  const bool member = grid.first_stage() || grid.last_stage();
+  if (grid.head_pp_rank == 0) return make_local_comm();
+  // Every rank takes part in the split (it is collective); the other stages opt out.
+  const bool member = grid.first_stage() || grid.holds_head();
   const int color = member ? grid.tp_rank() + config.tp * grid.dp_rank() : MPI_UNDEFINED;
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, color, grid.pp_rank(), &split);
@@ -58,12 +58,14 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
 
 }  // namespace
 
-ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config) {
+ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config, ChunkPlacement placement) {
   ProcessGrid grid;
   grid.config = config;
+  grid.head_pp_rank = head_rank(placement, config.pp);
   MPI_Comm_rank(world, &grid.world_rank);
   MPI_Comm_size(world, &grid.world_size);
   grid.coords = rank_to_coords(grid.world_rank, config);
+  grid.hosts = hosts_of_ranks(world);
   // Same call order on every rank: MPI_Comm_split is collective over `world`.
   grid.tp_group = std::make_unique<TimedComm>(axis_comm(world, grid.world_rank, Axis::tp, config));
   grid.pp_group = axis_comm(world, grid.world_rank, Axis::pp, config);
@@ -72,22 +74,21 @@ ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config) {
   return grid;
 }
 
-std::string describe_rank_layout(MPI_Comm world, const ProcessGrid& grid) {
-  char host[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(host, &length);
-  std::vector<char> hosts(grid.world_rank == 0 ? grid.world_size * MPI_MAX_PROCESSOR_NAME : 0);
-  MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, world);
-  if (grid.world_rank != 0) return {};
+std::string describe_rank_layout(const ProcessGrid& grid) {
   std::string text = "  rank  host                  tp  pp  dp\n";
   for (int rank = 0; rank < grid.world_size; ++rank) {
     const GridCoords c = rank_to_coords(rank, grid.config);
     char line[160];
-    std::snprintf(line, sizeof line, "  %4d  %-20s %3d %3d %3d\n", rank, &hosts[rank * MPI_MAX_PROCESSOR_NAME], c.tp,
-                  c.pp, c.dp);
+    std::snprintf(line, sizeof line, "  %4d  %-20s %3d %3d %3d\n", rank, grid.hosts[rank].c_str(), c.tp, c.pp, c.dp);
     text += line;
   }
   return text;
+}
+
+std::string describe_pipeline_peer(const ProcessGrid& grid, int pipeline_rank) {
+  const int world_rank = axis_group(grid.world_rank, Axis::pp, grid.config).at(pipeline_rank);
+  return "pipeline rank " + std::to_string(pipeline_rank) + " (world rank " + std::to_string(world_rank) + " on " +
+         grid.hosts[world_rank] + ")";
 }
 
 }  // namespace trident

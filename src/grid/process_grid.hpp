@@ -6,11 +6,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/comm.hpp"
 #include "comm/timed_comm.hpp"
 #include "deck/config.hpp"
 #include "plan/layout.hpp"
+#include "plan/partition.hpp"
 
 namespace trident {
 
@@ -21,15 +23,18 @@ struct ProcessGrid {
   int world_rank = 0;
   int world_size = 1;
   GridCoords coords;
+  std::vector<std::string> hosts;  // every rank's host (MPI's processor name), by world rank
 
   // Ranks sharing this rank's layers, each holding a slice of them; timed, since the model's
   // blocking TP collectives are the step's tp_comm_s.
   std::unique_ptr<TimedComm> tp_group;
   std::unique_ptr<Comm> pp_group;  // the pipeline: one rank per stage
   std::unique_ptr<Comm> dp_group;  // replicas of this rank's shard
-  // First and last pipeline stage with this rank's tp and dp coordinates: they hold the two copies
-  // of the tied wte whose gradients are summed. A group of one when pp = 1 or on middle stages.
+  // The pipeline ranks holding the embedding (pipeline rank 0) and the head (plan/partition.hpp's
+  // head_rank), with this rank's tp and dp coordinates: the two copies of the tied wte whose
+  // gradients are summed. A group of one where one rank holds both (pp = 1, a V) and elsewhere.
   std::unique_ptr<Comm> embedding_group;
+  int head_pp_rank = 0;  // the pipeline rank of the head
 
   int tp_rank() const { return coords.tp; }
   int pp_rank() const { return coords.pp; }
@@ -38,13 +43,19 @@ struct ProcessGrid {
   int pp_size() const { return config.pp; }
   int dp_size() const { return config.dp; }
   bool first_stage() const { return pp_rank() == 0; }
-  bool last_stage() const { return pp_rank() == pp_size() - 1; }
+  bool holds_head() const { return pp_rank() == head_pp_rank; }
 };
 
 // Collective over `world`, whose size must be config.world_size() (checked by the caller).
-ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config);
+// `placement`: where the schedule puts the chunks (which pipeline rank holds the head).
+ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config,
+                              ChunkPlacement placement = ChunkPlacement::interleaved);
 
-// Every rank's host and coordinates, one line per rank; collective, the text is complete on rank 0.
-std::string describe_rank_layout(MPI_Comm world, const ProcessGrid& grid);
+// Every rank's host and coordinates, one line per rank.
+std::string describe_rank_layout(const ProcessGrid& grid);
+
+// "pipeline rank 1 (world rank 5 on node12)": the member `pipeline_rank` of this rank's pipeline
+// group, for messages about a peer that does not answer.
+std::string describe_pipeline_peer(const ProcessGrid& grid, int pipeline_rank);
 
 }  // namespace trident

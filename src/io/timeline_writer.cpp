@@ -325,6 +325,11 @@ void TimelineWriter::append_events(const std::vector<EventRow>& rows) {
   if (pending_events_.size() >= kMaxPendingEvents) flush();
 }
 
+void TimelineWriter::set_attribute(const std::string& name, const AttributeValue& value) {
+  write_attribute(file_.get(), name, value, path_);
+  flush_file("attribute " + name);
+}
+
 void TimelineWriter::flush() {
   const std::size_t count = pending_events_.size();
   write_pending_events();

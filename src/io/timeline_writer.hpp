@@ -112,6 +112,9 @@ class TimelineWriter {
   // the file. The trainer calls it at checkpoints and at the end of the run.
   void flush();
 
+  // Sets (adds or replaces) one root attribute, e.g. the schedule a re-planning switched to.
+  void set_attribute(const std::string& name, const AttributeValue& value);
+
   std::int64_t steps_written() const { return step_columns_.front().rows(); }
   // Events in the file so far; events_pending() more are queued for the next write.
   std::int64_t events_written() const { return event_columns_.front().rows(); }

@@ -196,11 +196,11 @@ void StepRun::wait(Transfer& transfer, bool receiving) {
 std::string StepRun::describe(const Transfer& transfer, bool receiving) const {
   const StepOp& op = transfer.op;
   std::ostringstream text;
-  text << "pipeline rank " << rank_ << ", action " << to_string(op.action, chunks_) << ": waited "
-       << options_.timeout_s << " s (schedule.timeout_s) to " << (receiving ? "receive the " : "send the ")
-       << direction_name(op.direction) << " of micro-batch " << op.action.microbatch
-       << (receiving ? " from" : " to") << " pipeline rank " << op.peer << " (tag " << op.tag
-       << "); the peer is stuck, dead or runs a different schedule";
+  text << "pipeline rank " << rank_ << ", action " << to_string(op.action, chunks_) << ": waited " << options_.timeout_s
+       << " s (schedule.timeout_s) to " << (receiving ? "receive the " : "send the ") << direction_name(op.direction)
+       << " of micro-batch " << op.action.microbatch << (receiving ? " from " : " to ")
+       << (options_.describe_peer ? options_.describe_peer(op.peer) : "pipeline rank " + std::to_string(op.peer))
+       << " (tag " << op.tag << "); the peer is stuck, dead or runs a different schedule";
   return text.str();
 }
 

@@ -41,6 +41,9 @@ class PipelineExecutor {
     // parallelism's); each action's are recorded after it with its micro-batch and chunk, and
     // those before the step's first action are dropped.
     std::function<std::vector<TimelineEvent>()> take_collective_events;
+    // Optional: how the timeout message names a pipeline rank (e.g. with its host); by default
+    // "pipeline rank N".
+    std::function<std::string(int)> describe_peer;
   };
 
   // `pipeline`: this rank's pipeline group (rank i = pipeline rank i of `schedule`), which must

@@ -78,10 +78,18 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   if (selective && deck.model.attention == AttentionKernel::explicit_probabilities)
     memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *
                              deck.model.seq_len;
-  for (int stage = rank; stage <= last; stage += pp) {  // the rank's chunks: every pp-th virtual stage
+  const ChunkPlacement placement = chunk_placement(deck.schedule.kind);
+  const int chunks = static_cast<int>(stages.size()) / pp;
+  bool holds_embedding = false;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int stage = placed_virtual_stage(placement, pp, chunks, rank, chunk);
     const StageLayers& layers = stages.at(stage);
     const bool first = stage == 0;
-    memory.weight_bytes += 4 * stage_params(deck.model, layers, first, stage == last, tp).total();
+    // A tied head on the rank that holds the embedding (a V) uses the same wte.
+    const bool shared_wte = stage == last && last > 0 && holds_embedding && deck.model.tie_embeddings;
+    holds_embedding |= first;
+    const StageParams params = stage_params(deck.model, layers, first, stage == last, tp);
+    memory.weight_bytes += 4 * (params.total() - (shared_wte ? params.head : 0));
     const std::int64_t stash =
         4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer, layers.num_layers, first,
                                              stage == last, tp, {!selective, deck.parallel.sequence_parallel});

@@ -117,14 +117,36 @@ std::vector<StageLayers> partition_layers(const ModelConfig& model, const Parall
   return stages;
 }
 
-std::vector<StageLayers> rank_chunks(const std::vector<StageLayers>& stages, int pp, int rank) {
+ChunkPlacement chunk_placement(ScheduleKind kind) {
+  return kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half ? ChunkPlacement::v_shape
+                                                                    : ChunkPlacement::interleaved;
+}
+
+int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk) {
+  if (placement == ChunkPlacement::v_shape && chunks != 2)
+    throw std::invalid_argument("placed_virtual_stage: a V holds 2 chunks per rank, not " + str(chunks));
+  if (placement == ChunkPlacement::v_shape && chunk == 1) return 2 * pp - 1 - rank;
+  return chunk * pp + rank;
+}
+
+int head_rank(ChunkPlacement placement, int pp) { return placement == ChunkPlacement::v_shape ? 0 : pp - 1; }
+
+ChunkPosition chunk_position(ChunkPlacement placement, int pp, int virtual_stage) {
+  if (placement == ChunkPlacement::v_shape && virtual_stage >= pp) return {2 * pp - 1 - virtual_stage, 1};
+  return {virtual_stage % pp, virtual_stage / pp};
+}
+
+std::vector<StageLayers> rank_chunks(const std::vector<StageLayers>& stages, int pp, ChunkPlacement placement,
+                                     int rank) {
   if (pp < 1 || rank < 0 || rank >= pp || stages.size() % pp != 0) {
     throw std::invalid_argument("rank_chunks: rank " + str(rank) + " of pp " + str(pp) + " with " +
                                 str(static_cast<std::int64_t>(stages.size())) + " virtual stages");
   }
-  std::vector<StageLayers> chunks;
-  for (std::size_t stage = rank; stage < stages.size(); stage += pp) chunks.push_back(stages[stage]);
-  return chunks;
+  const int chunks = static_cast<int>(stages.size()) / pp;
+  std::vector<StageLayers> layers;
+  for (int chunk = 0; chunk < chunks; ++chunk)
+    layers.push_back(stages[placed_virtual_stage(placement, pp, chunks, rank, chunk)]);
+  return layers;
 }
 
 }  // namespace trident

@@ -41,9 +41,8 @@ double stage_forward_flops_per_token(const ModelConfig& model, const StageLayers
                                      bool last);
 
 // The layers of every virtual stage: pp * chunks entries in model order, consecutive and covering
-// every layer exactly once, each with at least one layer. Virtual stage i is chunk i / pp of
-// pipeline rank i % pp (i = chunk * pp + rank), so with chunks > 1 each rank holds every pp-th
-// piece of the model (interleaved schedules). Any layers >= pp * chunks splits; nothing is dropped.
+// every layer exactly once, each with at least one layer (which rank holds which virtual stage is
+// the ChunkPlacement below). Any layers >= pp * chunks splits; nothing is dropped.
 //   explicit   parallel.stage_layers (pp * chunks counts) is taken as given.
 //   balanced   parallel.stage_layers_balanced (and no list): the split that minimises the largest
 //              virtual stage cost of ForwardFlops (a layer costs 1, the first virtual stage adds
@@ -57,8 +56,31 @@ double stage_forward_flops_per_token(const ModelConfig& model, const StageLayers
 std::vector<StageLayers> partition_layers(const ModelConfig& model, const ParallelConfig& parallel,
                                           int chunks = 1);
 
-// The layers of pipeline rank `rank`'s chunks, chunk 0 first: stages[rank], stages[rank + pp], ...
-// of a partition_layers result with stages.size() a multiple of pp.
-std::vector<StageLayers> rank_chunks(const std::vector<StageLayers>& stages, int pp, int rank);
+// Where each rank's chunks sit in the model; the schedule's kind decides (chunk_placement).
+//   interleaved  chunk c of rank r is virtual stage c·pp + r: one chunk is the plain pipeline, more
+//                are Megatron's interleaving (each rank holds every pp-th piece of the model);
+//   v_shape      two chunks, rank r holding virtual stages r and 2·pp − 1 − r: the model runs down
+//                the ranks and back up (zb-v, v-half), so rank 0 holds both the embedding and the
+//                head, and the turn from virtual stage pp − 1 to pp stays inside rank pp − 1.
+enum class ChunkPlacement { interleaved, v_shape };
+ChunkPlacement chunk_placement(ScheduleKind kind);
+
+// The virtual stage of chunk `chunk` of pipeline rank `rank` (chunks per rank: `chunks`).
+int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk);
+
+// The pipeline rank holding the last virtual stage (the head and the loss): pp − 1, or 0 in a V.
+int head_rank(ChunkPlacement placement, int pp);
+
+// The rank and chunk holding virtual stage `virtual_stage`.
+struct ChunkPosition {
+  int rank = 0;
+  int chunk = 0;
+};
+ChunkPosition chunk_position(ChunkPlacement placement, int pp, int virtual_stage);
+
+// The layers of pipeline rank `rank`'s chunks, chunk 0 first, of a partition_layers result with
+// stages.size() a multiple of pp.
+std::vector<StageLayers> rank_chunks(const std::vector<StageLayers>& stages, int pp, ChunkPlacement placement,
+                                     int rank);
 
 }  // namespace trident

@@ -1,6 +1,7 @@
 #include "plan/pipeline_theory.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace trident {
 
@@ -13,11 +14,20 @@ double in_flight_microbatches(const ScheduleConfig& schedule, int stage, int sta
     const int warm_up = 2 * (stages - stage - 1) + (v - 1) * stages;
     return static_cast<double>(std::min(warm_up + 1, m * v)) / v;
   }
+  if (schedule.kind == ScheduleKind::zb_v || schedule.kind == ScheduleKind::v_half) {
+    const int cap = v_shape_activation_cap(schedule.kind, stages, schedule.activation_budget);
+    return std::min(cap, 2 * m) / 2.0;
+  }
   if (schedule.kind == ScheduleKind::automatic) {
     const double limit = schedule.auto_memory_limit > 0.0 ? schedule.auto_memory_limit : stages;
     return std::min(limit, static_cast<double>(m));
   }
   return std::min(stages - stage, m);
+}
+
+int v_shape_activation_cap(ScheduleKind kind, int stages, double activation_budget) {
+  const double budget = kind == ScheduleKind::zb_v ? 1.0 : activation_budget;
+  return std::max(2, static_cast<int>(std::ceil(budget * 2 * stages - 1e-9)));
 }
 
 double theoretical_bubble(int stages, int microbatches, int chunks) {

@@ -48,9 +48,9 @@ std::string layer_range(const StageLayers& stage) {
 }
 
 // The layer ranges of all of a rank's chunks: "0-1" or, interleaved, "0-1,4-5".
-std::string rank_layer_ranges(const std::vector<StageLayers>& stages, int pp, int rank) {
+std::string rank_layer_ranges(const std::vector<StageLayers>& stages, int pp, ChunkPlacement placement, int rank) {
   std::string text;
-  for (const StageLayers& chunk : rank_chunks(stages, pp, rank)) {
+  for (const StageLayers& chunk : rank_chunks(stages, pp, placement, rank)) {
     if (!text.empty()) text += ',';
     text += layer_range(chunk);
   }
@@ -156,7 +156,8 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
   const ModelConfig& model = deck.model;
   const int tp = deck.parallel.tp;
   const int pp = deck.parallel.pp;
-  const bool interleaved = static_cast<int>(stages.size()) > pp;
+  const bool interleaved = static_cast<int>(stages.size()) > pp;  // several chunks per rank
+  const ChunkPlacement placement = chunk_placement(deck.schedule.kind);
   out << "\nParameters\n";
   print_fields(
       out, {{"total", exact_and_human(total_params(model)) + (model.tie_embeddings ? ", tied head counted once" : "")},
@@ -164,8 +165,9 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
 
   out << "\nStages (" << split_title(deck, static_cast<int>(stages.size())) << ")\n";
   if (interleaved) {
-    out << "  " << stages.size()
-        << " virtual stages in model order; virtual stage i is chunk i / pp of rank i mod pp\n";
+    out << "  " << stages.size() << " virtual stages in model order; "
+        << (placement == ChunkPlacement::v_shape ? "a V: rank r holds virtual stages r and 2 pp - 1 - r\n"
+                                                 : "virtual stage i is chunk i / pp of rank i mod pp\n");
   }
   std::vector<std::string> headers = {"stage", "layers", "holds", "compute", "params",
                                       "per TP rank (tp " + str(tp) + ")"};
@@ -181,7 +183,8 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
         fixed(stage_forward_flops_per_token(model, stages[s], first_stage, last_stage) / layer_flops, 2),
         exact_and_human(stage_params(model, stages[s], first_stage, last_stage).total()),
         exact_and_human(stage_params(model, stages[s], first_stage, last_stage, tp).total())};
-    if (interleaved) row.insert(row.begin() + 1, str(s % pp) + "." + str(s / pp));
+    const ChunkPosition position = chunk_position(placement, pp, s);
+    if (interleaved) row.insert(row.begin() + 1, str(position.rank) + "." + str(position.chunk));
     table.add_row(std::move(row));
   }
   table.print(out);
@@ -189,11 +192,14 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
   if (interleaved) {
     for (int rank = 0; rank < pp; ++rank) {
       int layers = 0;
-      for (const StageLayers& chunk : rank_chunks(stages, pp, rank)) layers += chunk.num_layers;
-      out << "  rank " << rank << ": layers " << rank_layer_ranges(stages, pp, rank) << " (" << layers << ")\n";
+      for (const StageLayers& chunk : rank_chunks(stages, pp, placement, rank)) layers += chunk.num_layers;
+      out << "  rank " << rank << ": layers " << rank_layer_ranges(stages, pp, placement, rank) << " (" << layers
+          << ")\n";
     }
   }
-  if (model.tie_embeddings && last > 0) {
+  if (model.tie_embeddings && last > 0 && chunk_position(placement, pp, last).rank == 0) {
+    out << "  The tied head (stage " << last << ") is on rank 0 with the embedding: one wte, no sum.\n";
+  } else if (model.tie_embeddings && last > 0) {
     out << "  The tied head stores a second copy of wte on stage " << last
         << "; its gradient is summed\n  with stage 0's before the optimizer step.\n";
   }
@@ -397,14 +403,14 @@ void print_groups(std::ostream& out, Axis axis, const ParallelConfig& grid) {
       << '\n';
 }
 
-void print_rank_layout(std::ostream& out, const ParallelConfig& grid,
-                       const std::vector<StageLayers>& stages) {
+void print_rank_layout(std::ostream& out, const ParallelConfig& grid, const std::vector<StageLayers>& stages,
+                       ChunkPlacement placement) {
   const int ranks = grid.world_size();
   out << "\nRank layout (order " << word_of(grid.order) << ": " << word_of(grid.order[0]) << " varies fastest)\n";
   TextTable table({"rank", "tp", "pp", "dp", "stage layers"});
   const auto add_rank = [&](int rank) {
     const GridCoords c = rank_to_coords(rank, grid);
-    table.add_row({str(rank), str(c.tp), str(c.pp), str(c.dp), rank_layer_ranges(stages, grid.pp, c.pp)});
+    table.add_row({str(rank), str(c.tp), str(c.pp), str(c.dp), rank_layer_ranges(stages, grid.pp, placement, c.pp)});
   };
   if (ranks <= kFullRankTableLimit) {
     for (int rank = 0; rank < ranks; ++rank) add_rank(rank);
@@ -438,7 +444,7 @@ void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::
   print_schedule(plan, deck);
   print_memory(plan, deck, stages);
   print_tp_traffic(plan, deck, stages);
-  print_rank_layout(plan, grid, stages);
+  print_rank_layout(plan, grid, stages, chunk_placement(deck.schedule.kind));
   out << plan.str();
 }
 

@@ -1,13 +1,15 @@
-// The schedule generators: gpipe, 1f1b, interleaved-1f1b and zb-h1, each a rule that writes every
-// rank's action list, and the forward-only schedule evaluation runs. They produce data only; validate.cpp proves the
-// lists complete and deadlock-free and the tests hold the generators to that for many (p, m, v).
+// The schedule generators: gpipe, 1f1b, interleaved-1f1b and zb-h1 (zb-v and v-half: v_shape.cpp), each a rule that
+// writes every rank's action list, and the forward-only schedule evaluation runs. They produce data only; validate.cpp
+// proves the lists complete and deadlock-free and the tests hold the generators to that for many (p, m, v).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
+#include "plan/partition.hpp"
 #include "schedule/schedule.hpp"
+#include "schedule/v_shape.hpp"
 
 namespace trident {
 namespace {
@@ -16,21 +18,6 @@ Action forward(int microbatch, int chunk = 0) { return {ActionKind::forward, mic
 Action backward(int microbatch, int chunk = 0) { return {ActionKind::backward, microbatch, chunk}; }
 Action input_grad(int microbatch) { return {ActionKind::input_grad, microbatch, 0}; }
 Action weight_grad(int microbatch) { return {ActionKind::weight_grad, microbatch, 0}; }
-
-// An empty schedule of the right shape; with one chunk per rank, rank r holds virtual stage r.
-Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
-  Schedule schedule;
-  schedule.kind = kind;
-  schedule.stages = stages;
-  schedule.microbatches = microbatches;
-  schedule.chunks = chunks;
-  schedule.virtual_stage.assign(stages, std::vector<int>(chunks, 0));
-  for (int rank = 0; rank < stages; ++rank) {
-    for (int chunk = 0; chunk < chunks; ++chunk) schedule.virtual_stage[rank][chunk] = chunk * stages + rank;
-  }
-  schedule.actions.assign(stages, {});
-  return schedule;
-}
 
 // GPipe: every forward, then every backward, both in micro-batch order. Simple, and the peak
 // activation memory is all m micro-batches on every rank.
@@ -143,6 +130,22 @@ Schedule make_zb_h1(int p, int m) {
 
 }  // namespace
 
+Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  Schedule schedule;
+  schedule.kind = kind;
+  schedule.stages = stages;
+  schedule.microbatches = microbatches;
+  schedule.chunks = chunks;
+  schedule.virtual_stage.assign(stages, std::vector<int>(chunks, 0));
+  const ChunkPlacement placement = chunk_placement(kind);
+  for (int rank = 0; rank < stages; ++rank) {
+    for (int chunk = 0; chunk < chunks; ++chunk)
+      schedule.virtual_stage[rank][chunk] = placed_virtual_stage(placement, stages, chunks, rank, chunk);
+  }
+  schedule.actions.assign(stages, {});
+  return schedule;
+}
+
 Schedule forward_only_schedule(const Schedule& training) {
   Schedule schedule = training;
   schedule.forward_only = true;
@@ -158,7 +161,7 @@ Schedule forward_only_schedule(const Schedule& training) {
   return schedule;
 }
 
-Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks, double activation_budget) {
   if (stages < 1) {
     throw InputError("a pipeline schedule needs at least 1 stage, got p = " + std::to_string(stages));
   }
@@ -171,9 +174,17 @@ Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chun
         "schedule kind \"auto\" is a choice among the generators, not a generator: call "
         "choose_auto_schedule");
   if (kind == ScheduleKind::interleaved_1f1b) return make_interleaved_1f1b(stages, microbatches, chunks);
+  if (kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half) {
+    if (chunks != 2)
+      throw InputError("schedule kind \"" + word_of(kind) +
+                       "\" runs two chunks per rank in a V (virtual_stages = 2), "
+                       "got " +
+                       std::to_string(chunks) + "; set schedule.virtual_stages = 2");
+    return make_v_shape(kind, stages, microbatches, activation_budget);
+  }
   if (chunks != 1) {
     throw InputError("schedule kind \"" + word_of(kind) + "\" runs one chunk per rank (virtual_stages = 1), got " +
-                     std::to_string(chunks) + "; only interleaved-1f1b uses more than one chunk");
+                     std::to_string(chunks) + "; interleaved-1f1b, zb-v and v-half use more than one chunk");
   }
   switch (kind) {
     case ScheduleKind::gpipe:
@@ -183,6 +194,8 @@ Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chun
     case ScheduleKind::zb_h1:
       return make_zb_h1(stages, microbatches);
     case ScheduleKind::interleaved_1f1b:
+    case ScheduleKind::zb_v:
+    case ScheduleKind::v_half:
     case ScheduleKind::automatic:
       break;  // handled above
   }

@@ -50,10 +50,15 @@ struct Schedule {
   bool splits_backward() const;  // uses I and W rather than B
 };
 
-// The schedule `kind` for p stages, m micro-batches and v chunks per rank. Throws InputError
-// (common/error.hpp) naming the rule a combination breaks, e.g. interleaved-1f1b needs v >= 2.
-// `automatic` is not made here (std::logic_error; see choose_auto_schedule).
-Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
+// The schedule `kind` for p stages, m micro-batches and v chunks per rank (activation_budget:
+// v-half's, schedule.activation_budget). Throws InputError (common/error.hpp) naming the rule a
+// combination breaks, e.g. interleaved-1f1b needs v >= 2, zb-v v = 2. `automatic` is not made here
+// (std::logic_error; see choose_auto_schedule).
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks, double activation_budget = 0.5);
+
+// A schedule of `kind`'s shape, its chunks placed as the kind places them (plan/partition.hpp's
+// chunk_placement), without actions yet: where the generators start.
+Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
 
 // The forward passes of `training` alone, for evaluation on the same ranks and chunks: each rank
 // runs its chunks in model order, every micro-batch through one chunk before the next chunk (as
@@ -103,6 +108,10 @@ SimulatedStep simulate(const Schedule& schedule, const ActionCosts& costs);
 // memory_limit (0 = p, what 1F1B holds). Its kind names the chosen generator ("auto → zb-h1" is
 // left to the caller to print). Throws InputError when none fits.
 Schedule choose_auto_schedule(int stages, int microbatches, int max_chunks, double memory_limit);
+
+// Why choose_auto_schedule chose what it did, in one line: the choice with its simulated bubble
+// and memory, the other candidates that fit by bubble, and those over the limit by memory.
+std::string explain_auto_choice(int stages, int microbatches, int max_chunks, double memory_limit);
 
 // The classic diagram: one line per rank, time to the right, one cell per time unit of the
 // simulated step, each action drawn as its letter and micro-batch ("F0F0B0B0B0B0...") and idle

@@ -73,7 +73,7 @@ std::string theory_text(const Schedule& schedule) {
   if (schedule.kind == ScheduleKind::interleaved_1f1b) {
     return percent(theoretical_bubble(schedule.stages, schedule.microbatches, schedule.chunks));
   }
-  return "-";  // zb-h1: no closed form worth quoting; the simulation is the number
+  return "-";  // zero-bubble kinds: no closed form worth quoting; the simulation is the number
 }
 
 std::vector<std::string> table_row(const Deck& deck, const Candidate& candidate) {
@@ -112,7 +112,7 @@ Schedule deck_schedule(const Deck& deck) {
     if (schedule.kind == ScheduleKind::automatic) {
       return choose_auto_schedule(p, schedule.microbatches, schedule.virtual_stages, schedule.auto_memory_limit);
     }
-    return make_schedule(schedule.kind, p, schedule.microbatches, schedule.virtual_stages);
+    return make_schedule(schedule.kind, p, schedule.microbatches, schedule.virtual_stages, schedule.activation_budget);
   } catch (const InputError& error) {
     throw InputError(
         (deck.path.empty() ? std::string("(deck)") : deck.path) + ": schedule.kind = \"" + word_of(schedule.kind) +
@@ -163,13 +163,16 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
         candidates.push_back({"auto: " + word_of(chosen.kind), config.kind == kind, std::move(chosen)});
         continue;
       }
-      const int chunks = kind == ScheduleKind::interleaved_1f1b ? interleaved_chunks : 1;
+      const int chunks = kind == ScheduleKind::interleaved_1f1b                       ? interleaved_chunks
+                         : kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half ? 2
+                                                                                      : 1;
       if (static_cast<long>(p) * chunks > layers) {
         skipped.push_back(std::string(word) + " (v = " + str(chunks) + "): needs pp x v = " + str(p * chunks) +
                           " <= model.layers = " + str(layers));
         continue;
       }
-      candidates.push_back({std::string(word), config.kind == kind, make_schedule(kind, p, m, chunks)});
+      candidates.push_back(
+          {std::string(word), config.kind == kind, make_schedule(kind, p, m, chunks, config.activation_budget)});
     } catch (const InputError& error) {
       skipped.push_back(std::string(word) + ": " + error.what());
     }
@@ -189,6 +192,8 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
           : config.recompute == Recompute::selective ? "\n                + one layer's attention probabilities, recomputed"
                                                      : "")
       << '\n';
+  if (config.kind == ScheduleKind::automatic)
+    out << "  auto          " << explain_auto_choice(p, m, config.virtual_stages, config.auto_memory_limit) << '\n';
   for (const std::string& reason : skipped) out << "  not possible here: " << reason << '\n';
 }
 

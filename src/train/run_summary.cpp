@@ -22,7 +22,11 @@ std::string describe_pipeline(const RunSummary& run) {
   out << "  stages  ";
   for (std::size_t vs = 0; vs < run.partition.size(); ++vs)
     out << (vs ? " | " : "") << "layers " << run.partition[vs].first_layer << "-" << run.partition[vs].end_layer() - 1;
-  if (schedule.chunks > 1) out << "  (virtual stage i on pipeline rank i mod " << schedule.stages << ")";
+  if (schedule.chunks > 1) {
+    out << "  (on pipeline ranks";
+    for (std::size_t vs = 0; vs < run.partition.size(); ++vs) out << ' ' << schedule.rank_of(static_cast<int>(vs));
+    out << ")";
+  }
   out << "\n  schedule " << word_of(schedule.kind)
       << (deck.schedule.kind == ScheduleKind::automatic ? " (chosen by auto)" : "") << ", p " << schedule.stages
       << ", m " << schedule.microbatches << ", v " << schedule.chunks << ": predicted bubble " << std::fixed
@@ -32,6 +36,11 @@ std::string describe_pipeline(const RunSummary& run) {
   out << ")" << (deck.emulate.enabled ? ", EMULATED compute" : "")
       << (deck.schedule.recompute == Recompute::none ? "" : ", " + word_of(deck.schedule.recompute) + " recomputation")
       << "\n";
+  const ScheduleConfig& config = deck.schedule;
+  if (config.kind == ScheduleKind::automatic)
+    out << "  auto    "
+        << explain_auto_choice(schedule.stages, config.microbatches, config.virtual_stages, config.auto_memory_limit)
+        << "\n";
   return out.str();
 }
 

@@ -35,6 +35,7 @@
 #include "pipeline/stage_chunks.hpp"
 #include "plan/model_size.hpp"
 #include "plan/partition.hpp"
+#include "schedule/replan.hpp"
 #include "schedule/schedule.hpp"
 #include "schedule/schedule_report.hpp"
 #include "train/checkpoint.hpp"
@@ -44,6 +45,7 @@
 #include "train/event_log.hpp"
 #include "train/memory_fit.hpp"
 #include "train/progress.hpp"
+#include "train/replanner.hpp"
 #include "train/resident_memory.hpp"
 #include "train/run_summary.hpp"
 #include "train/stop_signal.hpp"
@@ -146,11 +148,11 @@ struct Trainer::State {
   State(const Deck& d, MPI_Comm w, std::ostream& l)
       : deck(d),
         world(w),
-        grid(make_process_grid(w, d.parallel)),
+        schedule(checked(deck_schedule(d))),
+        grid(make_process_grid(w, d.parallel, chunk_placement(schedule.kind))),
         log(l),
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
-        schedule(checked(deck_schedule(d))),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
         model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp_group,
               stage_chunks(schedule, partition, grid.pp_rank()), d.schedule.recompute, d.train.precision,
@@ -163,7 +165,7 @@ struct Trainer::State {
         host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
         host_targets(Kokkos::create_mirror(targets[0])),
         clock(w),
-        executor(schedule, *grid.pp_group, pipeline_options()),
+        executor(std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options())),
         compute(make_stage_compute(d, model, inputs, targets, sync.hook())),
         evaluator(d.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, pipeline_options())
                                  : nullptr),  // deck: the copy this State keeps
@@ -180,8 +182,7 @@ struct Trainer::State {
   [[noreturn]] void abort_job(const std::string& what) const {
     std::cerr << "trident: world rank " << grid.world_rank << " (tp " << grid.tp_rank() << ", pp " << grid.pp_rank()
               << ", dp " << grid.dp_rank() << "): watchdog: " << what << ". Aborting the job." << std::endl;
-    MPI_Abort(world, kExitRuntimeFailure);
-    std::abort();
+    trident::abort_job(kExitPeerLost);
   }
 
   bool is_root() const { return grid.world_rank == 0; }
@@ -194,8 +195,11 @@ struct Trainer::State {
     const int sequence_shards = deck.parallel.sequence_parallel ? deck.parallel.tp : 1;
     return {static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len * deck.model.d_model /
                 sequence_shards,
-            deck.schedule.timeout_s, [this] { return now(); }, [this](const std::string& what) { abort_job(what); },
-            [this] { return tp_collective_events(); }};
+            deck.schedule.timeout_s,
+            [this] { return now(); },
+            [this](const std::string& what) { abort_job(what); },
+            [this] { return tp_collective_events(); },
+            [this](int pipeline_rank) { return describe_pipeline_peer(grid, pipeline_rank); }};
   }
 
   // The TP group's collectives since the last call, one event per kind on the run's clock (none
@@ -238,14 +242,15 @@ struct Trainer::State {
   };
   StepMaxima reduce_step_maxima(double tp_comm_seconds);
   bool checkpoint_or_stop(int step);
+  void replan_after(int step);
   void save_checkpoint_at(int step, bool last_chance);
 
   Deck deck;
   MPI_Comm world;
+  Schedule schedule;  // before the grid: its chunk placement says which rank holds the head
   ProcessGrid grid;
   std::ostream& log;
   BatchWindows windows;
-  Schedule schedule;
   std::vector<StageLayers> partition;  // layers of every virtual stage
   Gpt model;
   GradientSync sync;
@@ -253,12 +258,13 @@ struct Trainer::State {
   std::vector<IntBuffer> inputs, targets;  // per micro-batch
   HostIntBuffer host_inputs, host_targets;
   RunClock clock;  // one time axis for every rank's events
-  PipelineExecutor executor;
+  std::unique_ptr<PipelineExecutor> executor;  // rebuilt when re-planning switches the schedule
   std::unique_ptr<StageCompute> compute;
   std::unique_ptr<Evaluator> evaluator;  // null without [eval]
   double flops_per_step;
   const ParamTensor* wte;   // this rank's copy of the tied embedding, if any
   double predicted_bubble;  // the simulator's, for the deck's costs
+  std::string replans;      // world rank 0: one line per re-planning, as the timeline records them
   double gemm_peak_gflops = 0.0;
   int start_step = 0;                        // the checkpoint's step when resuming
   EventLog events;                           // this rank's events of the step in progress
@@ -304,7 +310,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
                  s.partition,
                  s.predicted_bubble,
                  blas_info(),
-                 describe_rank_layout(world, s.grid),
+                 describe_rank_layout(s.grid),
                  std::to_string(s.windows.windows()) + (s.windows.shuffled() ? " shuffled" : "") +
                      " windows of data (" + s.windows.stream().describe() + ")",
                  s.evaluator ? s.evaluator->describe() : "",
@@ -317,7 +323,11 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
     warn_if_checkpoints_may_not_fit(deck, log);
   }
   MPI_Barrier(world);  // the run directory exists before any rank looks for checkpoints in it
-  s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, s.data_position(), log);
+  {
+    const BlockedIn watched("read of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
+                            "checkpoint.timeout_s");
+    s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, s.data_position(), log);
+  }
   install_stop_signal_handlers();
   s.open_timeline(run);
 }
@@ -335,6 +345,7 @@ int Trainer::run() {
     StepTotals totals = s.train_step(step);
     s.evaluate_after(step, totals);
     s.record_step(step, totals, progress);
+    if (replan_due(deck.schedule, s.start_step + 1, step)) s.replan_after(step);
     if (s.checkpoint_or_stop(step)) return kExitCheckpointed;
   }
   if (s.is_root()) s.log << "done: " << deck.train.steps << " steps; timeline " << deck.output.dir << "/timeline.h5\n";
@@ -350,7 +361,7 @@ StepTotals Trainer::State::train_step(int step) {
   grid.tp_group->take_blocked_seconds();  // not the checkpoint's gathers between steps
   model.zero_grads();
   load_microbatches(step);
-  PipelineStepResult pipeline = executor.run_step(*compute);
+  PipelineStepResult pipeline = executor->run_step(*compute);
   events.events() = std::move(pipeline.events);
   reduce_gradients();
   // The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas
@@ -491,6 +502,8 @@ bool Trainer::State::checkpoint_or_stop(int step) {
 // always when it is the last chance to save the training (the final step, a stop signal).
 void Trainer::State::save_checkpoint_at(int step, bool last_chance) {
   try {
+    const BlockedIn watched("write of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
+                            "checkpoint.timeout_s");
     save_checkpoint(deck, grid, model.params(), *optimizer, step, data_position(), log);
   } catch (const CheckpointWriteError& error) {
     const std::string what = "checkpoint of step " + std::to_string(step) + " not written: " + error.what();
@@ -503,6 +516,28 @@ void Trainer::State::save_checkpoint_at(int step, bool last_chance) {
           << "the next checkpoint\n"
           << std::flush;
   }
+}
+
+// schedule.replan: every rank measures the same costs, so all reach the same decision; a switch
+// takes effect from the next step, the executor rebuilt for the new lists (the chunks stay put).
+void Trainer::State::replan_after(int step) {
+  constexpr double kSavingToSwitch = 0.05;  // of the running schedule's simulated step time
+  const ActionCosts measured = measured_action_costs(world, schedule, grid.pp_rank(), events.events());
+  const ReplanDecision decision =
+      replan(schedule, measured, deck.schedule.auto_memory_limit, deck.schedule.activation_budget, kSavingToSwitch);
+  const std::string line = "after step " + std::to_string(step) +
+                           ", simulated with the measured costs: " + decision.summary +
+                           (decision.switches ? "; switching to " : "; keeping ") + word_of(decision.best.kind);
+  if (is_root()) {
+    log << "  replan " << line << "\n" << std::flush;
+    replans += (replans.empty() ? "" : "\n") + line;
+    timeline->set_attribute("replans", replans);
+  }
+  if (!decision.switches) return;
+  schedule = decision.best;
+  executor = std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options());
+  predicted_bubble = simulate(schedule, deck_action_costs(deck, schedule.chunks)).bubble;
+  if (is_root()) timeline->set_attribute("schedule_kind", word_of(schedule.kind));
 }
 
 }  // namespace trident

@@ -38,6 +38,7 @@ TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
   EXPECT_EQ(deck.checkpoint.dir, defaults.checkpoint.dir);
   EXPECT_EQ(deck.checkpoint.every, defaults.checkpoint.every);
   EXPECT_EQ(deck.checkpoint.keep, defaults.checkpoint.keep);
+  EXPECT_DOUBLE_EQ(deck.checkpoint.timeout_s, defaults.checkpoint.timeout_s);
   EXPECT_EQ(deck.checkpoint.resume, CheckpointConfig::Resume::newest);
   EXPECT_EQ(deck.output.dir, defaults.output.dir);
   EXPECT_EQ(deck.output.log_every, defaults.output.log_every);
@@ -126,6 +127,7 @@ dir = "ckpt"
 every = 10
 keep = 3
 on_failure = "continue"
+timeout_s = 90.5
 resume = "step_00000007.h5"
 
 [output]
@@ -165,6 +167,7 @@ log_every = 6
   EXPECT_EQ(deck.checkpoint.every, 10);
   EXPECT_EQ(deck.checkpoint.keep, 3);
   EXPECT_EQ(deck.checkpoint.on_failure, CheckpointFailure::continue_training);
+  EXPECT_DOUBLE_EQ(deck.checkpoint.timeout_s, 90.5);
   EXPECT_EQ(deck.checkpoint.resume, CheckpointConfig::Resume::file);
   EXPECT_EQ(deck.checkpoint.resume_file, (dir.path() / "step_00000007.h5").string());
   EXPECT_EQ(deck.output.dir, "runs/every");
@@ -180,14 +183,24 @@ TEST(DeckParse, EnumChoicesMapToTheirValues) {
                                                         {"1f1b", ScheduleKind::one_f_one_b},
                                                         {"interleaved-1f1b", ScheduleKind::interleaved_1f1b},
                                                         {"zb-h1", ScheduleKind::zb_h1},
+                                                        {"zb-v", ScheduleKind::zb_v},
+                                                        {"v-half", ScheduleKind::v_half},
                                                         {"auto", ScheduleKind::automatic}};
   for (const auto& [word, kind] : kinds) {
-    const std::string chunks = kind == ScheduleKind::interleaved_1f1b ? "virtual_stages = 2\n" : "";
+    const bool chunked =
+        kind == ScheduleKind::interleaved_1f1b || kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half;
+    const std::string chunks = chunked ? "virtual_stages = 2\n" : "";
     EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + word + "\"\n" + chunks).schedule.kind, kind);
     EXPECT_EQ(word_of(kind), word);
   }
   EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"full\"\n").schedule.recompute,
             Recompute::full);
+  using Replan = ScheduleConfig::Replan;
+  EXPECT_EQ(parse(std::string(kMinimalDeck)).schedule.replan, Replan::off);
+  EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nreplan = \"once\"\n").schedule.replan, Replan::once);
+  const ScheduleConfig every = parse(std::string(kMinimalDeck) + "[schedule]\nreplan = \"every 25\"\n").schedule;
+  EXPECT_EQ(every.replan, Replan::every);
+  EXPECT_EQ(every.replan_every, 25);
   EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"none\"\n").schedule.recompute,
             Recompute::none);
   EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nrecompute = \"selective\"\n").schedule.recompute,

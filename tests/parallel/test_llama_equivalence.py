@@ -43,6 +43,9 @@ GRIDS = [
     ("tp2 pp2 selective", 2, 2, 1, ("schedule.kind=1f1b", "schedule.microbatches=4"),
      ("schedule.recompute=selective",)),
     ("tied head pp2", 1, 2, 1, ("schedule.kind=1f1b", "schedule.microbatches=4"), ("model.tie_embeddings=true",)),
+    ("tp2 pp2 zb-v tied", 2, 2, 1, ("schedule.kind=zb-v", "schedule.virtual_stages=2", "schedule.microbatches=3"),
+     ("model.tie_embeddings=true",)),
+    ("pp3 v-half", 1, 3, 1, ("schedule.kind=v-half", "schedule.virtual_stages=2", "schedule.microbatches=4"), ()),
 ]
 
 

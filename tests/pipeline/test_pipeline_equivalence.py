@@ -73,6 +73,9 @@ SINGLE_GRID = [case(kind, p, m, 1, sanitized=in_sanitized_matrix(p, m))
 SINGLE_GRID += [case("interleaved-1f1b", p, m, 2, sanitized=in_sanitized_matrix(p, m))
                 for p in (2, 3, 4) for m in microbatch_counts(p)]
 SINGLE_GRID += [case("auto", p, m, 2, sanitized=(p, m) == (4, 9)) for p in (2, 4) for m in (p, 2 * p + 1)]
+# The V-shape kinds: rank r holds virtual stages r and 2p - 1 - r (rank 0 the embedding and the head).
+SINGLE_GRID += [case("zb-v", p, m, 2, sanitized=(p, m) == (3, 7)) for p in (2, 3, 4) for m in microbatch_counts(p)]
+SINGLE_GRID += [case("v-half", p, m, 2, sanitized=(p, m) == (4, 4)) for p in (3, 4) for m in (1, p)]
 
 
 @pytest.mark.parametrize("kind,p,m,v", SINGLE_GRID)
@@ -105,6 +108,10 @@ GRID_CASES = [
     case("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',), sanitized=True),
     case("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',), sanitized=True),
     case("zb-h1", 2, 4, 1, 2, 1, ('schedule.recompute="selective"',), sanitized=True),
+    case("zb-v", 2, 4, 2, 2, 2, ()),
+    case("zb-v", 3, 4, 2, 1, 1, ("parallel.stage_layers=[2,1,1,1,2,1]",), sanitized=True),
+    case("zb-v", 2, 3, 2, 1, 2, ('schedule.recompute="full"', "parallel.zero=1")),
+    case("v-half", 3, 5, 2, 2, 1, ("schedule.activation_budget=0.75",)),
 ]
 
 
@@ -151,3 +158,16 @@ def test_peak_in_flight_matches_theory(trident_run, kind, p, m):
     run_dir = run(trident_run, *pipeline_overrides(kind, p, m), ranks=p)
     expected = {s: (min(p - s, m) if kind == "1f1b" else m) for s in range(p)}
     assert peak_in_flight_per_stage(run_dir) == expected
+
+
+@pytest.mark.parametrize("p,m", [case(4, 4, sanitized=True)])
+def test_replanning_switches_schedule_and_trains_the_same(trident_run, p, m):
+    """schedule.replan = "once": after step 2 the measured costs make zb-h1 the faster plan than the
+    running 1f1b (3/7 of 1F1B's step idles at p = m = 4), step 3 runs it, the timeline records the
+    switch, and the training is still the one-rank training."""
+    run_dir = run(trident_run, *pipeline_overrides("1f1b", p, m), 'schedule.replan="once"', ranks=p)
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        replans, kind = str(f.attrs["replans"]), str(f.attrs["schedule_kind"])
+    assert replans.startswith("after step 2, simulated with the measured costs: 1f1b (running)"), replans
+    assert replans.endswith("switching to zb-h1") and kind == "zb-h1", replans
+    assert_same_training(reference(trident_run, m), training(run_dir), "1f1b re-planned to zb-h1")

@@ -173,9 +173,33 @@ TEST(Partition, UniformChunksSplitIntoPpTimesChunksPiecesInModelOrder) {
   ASSERT_EQ(stages.size(), 4u);
   EXPECT_EQ(counts_of(stages), (std::vector<int>{3, 3, 2, 2}));
   expect_covers_every_layer_once(stages, 10);
-  // Rank 0 holds virtual stages 0 and 2, rank 1 holds 1 and 3.
-  EXPECT_EQ(rank_chunks(stages, 2, 0), (std::vector<StageLayers>{{0, 3}, {6, 2}}));
-  EXPECT_EQ(rank_chunks(stages, 2, 1), (std::vector<StageLayers>{{3, 3}, {8, 2}}));
+  // Interleaved, rank 0 holds virtual stages 0 and 2, rank 1 holds 1 and 3.
+  EXPECT_EQ(rank_chunks(stages, 2, ChunkPlacement::interleaved, 0), (std::vector<StageLayers>{{0, 3}, {6, 2}}));
+  EXPECT_EQ(rank_chunks(stages, 2, ChunkPlacement::interleaved, 1), (std::vector<StageLayers>{{3, 3}, {8, 2}}));
+  // In a V, rank 0 holds virtual stages 0 and 3 (the embedding and the head), rank 1 holds 1 and 2.
+  EXPECT_EQ(rank_chunks(stages, 2, ChunkPlacement::v_shape, 0), (std::vector<StageLayers>{{0, 3}, {8, 2}}));
+  EXPECT_EQ(rank_chunks(stages, 2, ChunkPlacement::v_shape, 1), (std::vector<StageLayers>{{3, 3}, {6, 2}}));
+}
+
+TEST(Partition, PlacementsPutEveryVirtualStageOnExactlyOneRankChunk) {
+  for (const ChunkPlacement placement : {ChunkPlacement::interleaved, ChunkPlacement::v_shape}) {
+    for (int pp = 1; pp <= 5; ++pp) {
+      std::vector<int> seen(2 * pp, 0);
+      for (int rank = 0; rank < pp; ++rank)
+        for (int chunk = 0; chunk < 2; ++chunk) {
+          const int stage = placed_virtual_stage(placement, pp, 2, rank, chunk);
+          ++seen.at(stage);
+          const ChunkPosition position = chunk_position(placement, pp, stage);
+          EXPECT_EQ(position.rank, rank);
+          EXPECT_EQ(position.chunk, chunk);
+        }
+      EXPECT_EQ(seen, std::vector<int>(2 * pp, 1));
+      EXPECT_EQ(head_rank(placement, pp), chunk_position(placement, pp, 2 * pp - 1).rank);
+    }
+  }
+  EXPECT_EQ(placed_virtual_stage(ChunkPlacement::v_shape, 4, 2, 1, 1), 6);  // 2p - 1 - r
+  EXPECT_EQ(chunk_placement(ScheduleKind::zb_v), ChunkPlacement::v_shape);
+  EXPECT_EQ(chunk_placement(ScheduleKind::interleaved_1f1b), ChunkPlacement::interleaved);
 }
 
 TEST(Partition, ExplicitCountsPerVirtualStage) {
@@ -249,7 +273,8 @@ TEST(Partition, RejectsTooManyChunksNamingTheKeys) {
   expect_input_error_naming(model_with_layers(6), pipeline(2), "parallel.pp = 2 x schedule.virtual_stages = 4", 4);
   expect_input_error_naming(model_with_layers(6), balanced_pipeline(7), "parallel.pp");
   EXPECT_THROW(partition_layers(model_with_layers(6), pipeline(2), 0), std::invalid_argument);
-  EXPECT_THROW(rank_chunks(partition_layers(model_with_layers(6), pipeline(2)), 2, 2), std::invalid_argument);
+  EXPECT_THROW(rank_chunks(partition_layers(model_with_layers(6), pipeline(2)), 2, ChunkPlacement::interleaved, 2),
+               std::invalid_argument);
 }
 
 }  // namespace

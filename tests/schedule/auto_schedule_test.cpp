@@ -24,11 +24,26 @@ double memory_of(const Schedule& schedule) {
 }
 
 TEST(AutoSchedule, DefaultMemoryPicksZeroBubbleH1) {
-  const Schedule chosen = choose_auto_schedule(4, 8, 4, 0.0);
+  const Schedule chosen = choose_auto_schedule(4, 8, 1, 0.0);
   EXPECT_EQ(chosen.kind, ScheduleKind::zb_h1);
   EXPECT_EQ(chosen.stages, 4);
   EXPECT_EQ(chosen.microbatches, 8);
   EXPECT_EQ(find_schedule_problem(chosen), "");
+}
+
+// Two chunks per rank allow the V: zb-v, at 1F1B's memory, beats zb-h1.
+TEST(AutoSchedule, TwoChunksAtDefaultMemoryPickZeroBubbleV) {
+  const Schedule chosen = choose_auto_schedule(4, 8, 4, 0.0);
+  EXPECT_EQ(chosen.kind, ScheduleKind::zb_v);
+  EXPECT_LT(bubble_of(chosen), bubble_of(make_schedule(ScheduleKind::zb_h1, 4, 8, 1)));
+  EXPECT_LE(memory_of(chosen), 4.0);
+}
+
+// Under half of 1F1B's memory only the V with that budget fits.
+TEST(AutoSchedule, TightMemoryPicksVHalfWithTheBudgetItLeaves) {
+  const Schedule chosen = choose_auto_schedule(8, 16, 2, 4.0);
+  EXPECT_EQ(chosen.kind, ScheduleKind::v_half);
+  EXPECT_LE(memory_of(chosen), 4.0);
 }
 
 // Whatever it picks, no candidate that fits has a lower bubble.
@@ -42,6 +57,12 @@ TEST(AutoSchedule, NothingThatFitsIsBetter) {
         const double chosen_bubble = bubble_of(chosen);
         for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
           const Schedule other = make_schedule(kind, p, m, 1);
+          if (memory_of(other) <= budget + 1e-9) {
+            EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << word_of(kind);
+          }
+        }
+        for (const ScheduleKind kind : {ScheduleKind::zb_v, ScheduleKind::v_half}) {
+          const Schedule other = make_schedule(kind, p, m, 2);
           if (memory_of(other) <= budget + 1e-9) {
             EXPECT_LE(chosen_bubble, bubble_of(other) + 1e-12) << word_of(kind);
           }
@@ -74,10 +95,23 @@ TEST(AutoSchedule, MoreMemoryAllowsInterleaving) {
             8.0);  // which is why the default excludes it
 }
 
+TEST(AutoSchedule, ExplainsItsChoiceAgainstTheOthers) {
+  const std::string why = explain_auto_choice(4, 8, 2, 0.0);
+  EXPECT_EQ(why.rfind("zb-v: the lowest simulated bubble, ", 0), 0u) << why;
+  EXPECT_NE(why.find("of the 4 stage micro-batches allowed"), std::string::npos) << why;
+  // zb-h1 fits (1F1B's memory) with a higher bubble; gpipe holds all 8 micro-batches.
+  const std::size_t fits = why.find("others that fit: "), over = why.find("over the limit");
+  ASSERT_NE(fits, std::string::npos) << why;
+  ASSERT_NE(over, std::string::npos) << why;
+  EXPECT_GT(why.find("zb-h1 "), fits) << why;
+  EXPECT_LT(why.find("zb-h1 "), over) << why;
+  EXPECT_NE(why.find("gpipe 8", over), std::string::npos) << why;
+}
+
 TEST(AutoSchedule, ImpossibleLimitSaysWhatWouldFit) {
   const std::string message = input_error_message([] { choose_auto_schedule(4, 8, 2, 0.1); });
   EXPECT_NE(message.find("0.1"), std::string::npos) << message;
-  EXPECT_NE(message.find("smallest any candidate needs is 4"), std::string::npos) << message;
+  EXPECT_NE(message.find("smallest any candidate needs is 1 (v-half)"), std::string::npos) << message;
 }
 
 TEST(AutoSchedule, RejectsBadArguments) {

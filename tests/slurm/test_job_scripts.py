@@ -1,7 +1,7 @@
 """job_scripts/ without a cluster: every script parses, has a usage text that says how to adapt it,
 and refuses to run outside a job. gpu-multinode.sbatch (no GPUs here) runs against stand-ins for
 srun and scontrol that record what they were asked: the launch line, the NCCL environment, the
-GPU count check and the requeue on exit 3."""
+GPU count check, the requeue on exit 3 and the bounded retries on exit 4."""
 import os
 import subprocess
 from pathlib import Path
@@ -16,8 +16,8 @@ BATCH_SCRIPTS = ("cpu.sbatch", "gpu-multinode.sbatch")
 STAND_INS = {
     # srun: record the arguments and the NCCL variables, exit as told.
     "srun": '#!/bin/bash\necho "srun $*" >> "$RECORD"\nenv | grep "^NCCL_" | sort >> "$RECORD"\nexit "${SRUN_EXIT:-0}"\n',
-    # scontrol: the job's original script for `show job`, a record for anything else.
-    "scontrol": '#!/bin/bash\nif [ "$1 $2" = "show job" ]; then echo "JobId=$3 Command=$SUBMITTED_SCRIPT WorkDir=/x"; '
+    # scontrol: the job's original script and comment for `show job`, a record for anything else.
+    "scontrol": '#!/bin/bash\nif [ "$1 $2" = "show job" ]; then echo "JobId=$3 Command=$SUBMITTED_SCRIPT WorkDir=/x Comment=${JOB_COMMENT:-(null)}"; '
                 'else echo "scontrol $*" >> "$RECORD"; fi\n',
 }
 
@@ -100,3 +100,22 @@ def test_exit_3_requeues_unless_chained(tmp_path, requeue, expected):
 def test_a_failed_run_fails_the_job(tmp_path):
     proc, record = fake_job(tmp_path, 4, SRUN_EXIT="1")
     assert proc.returncode == 1 and "requeue" not in record
+
+
+@pytest.mark.parametrize("comment,retried", [("(null)", 1), ("trident-retries:1", 2)])
+def test_lost_peer_requeues_and_counts_the_retry(tmp_path, comment, retried):
+    proc, record = fake_job(tmp_path, 4, SRUN_EXIT="4", JOB_COMMENT=comment)
+    assert proc.returncode == 0, proc.stderr
+    assert f"scontrol update JobId=42 Comment=trident-retries:{retried}" in record, record
+    assert "scontrol requeue 42" in record and f"retry {retried} of 2" in proc.stdout, proc.stdout
+
+
+def test_lost_peer_ends_the_job_after_the_last_retry(tmp_path):
+    proc, record = fake_job(tmp_path, 4, SRUN_EXIT="4", JOB_COMMENT="trident-retries:2")
+    assert proc.returncode == 4 and "requeue" not in record, record
+    assert "after 2 retries" in proc.stderr and "resubmit" in proc.stderr, proc.stderr
+
+
+def test_lost_peer_in_a_chain_leaves_the_resume_to_the_next_job(tmp_path):
+    proc, record = fake_job(tmp_path, 4, SRUN_EXIT="4", TRIDENT_REQUEUE="0")
+    assert proc.returncode == 4 and "requeue" not in record and "next job of the chain" in proc.stdout

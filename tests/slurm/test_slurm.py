@@ -46,11 +46,7 @@ def slurm(tmp_path_factory):
     cluster.env.update({"TRIDENT": os.environ["TRIDENT_EXE"], "TRIDENT_CPU_BIND": "none",
                         "OMPI_MCA_mpi_yield_when_idle": "1"})
     yield cluster
-    cluster.run("scancel", "--full", "--signal=KILL", "--state=RUNNING", check=False)
-    cluster.run("scancel", "--state=PENDING", check=False)
-    deadline = time.time() + 30
-    while time.time() < deadline and cluster.run("squeue", "-h", check=False).stdout.strip():
-        time.sleep(0.5)
+    cluster.cancel_all_jobs()
     cluster.stop()
 
 

@@ -10,7 +10,6 @@ namespace {
 
 void write_scalar(hid_t object, const std::string& name, hid_t type, const void* value, const std::string& file) {
   const std::string what = "attribute '" + name + "'";
-  if (H5Aexists(object, name.c_str()) > 0) checked(H5Adelete(object, name.c_str()), file, "replace " + what);
   const Hdf5Handle space(checked(H5Screate(H5S_SCALAR), file, "create dataspace for " + what), H5Sclose);
   const Hdf5Handle attribute(
       checked(H5Acreate2(object, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT), file, "create " + what),

@@ -16,7 +16,7 @@ namespace trident {
 using AttributeValue = std::variant<std::int64_t, double, std::string>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 
-// Creates (or replaces) attribute `name` on `object` (which lives in `file`, named in error messages).
+// Creates attribute `name` on `object` (which lives in `file`, named in error messages).
 void write_attribute(hid_t object, const std::string& name, const AttributeValue& value, const std::string& file);
 
 // Every scalar attribute of `object` (in `file`, named in error messages) in name order: integers

@@ -326,6 +326,8 @@ void TimelineWriter::append_events(const std::vector<EventRow>& rows) {
 }
 
 void TimelineWriter::set_attribute(const std::string& name, const AttributeValue& value) {
+  if (H5Aexists(file_.get(), name.c_str()) > 0 && H5Adelete(file_.get(), name.c_str()) < 0)
+    throw std::runtime_error("HDF5: replace attribute '" + name + "' failed for '" + path_ + "'");
   write_attribute(file_.get(), name, value, path_);
   flush_file("attribute " + name);
 }

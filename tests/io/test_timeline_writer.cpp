@@ -323,6 +323,21 @@ TEST(TimelineWriter, UncreatableFileNamesFileAndOperation) {
   }
 }
 
+// What a re-planning records: an attribute replaced, another added.
+TEST(TimelineWriter, SetAttributeReplacesOrAdds) {
+  const std::string path = temp_h5();
+  {
+    TimelineWriter writer(path, {{"schedule_kind", std::string("1f1b")}});
+    writer.set_attribute("schedule_kind", std::string("zb-h1"));
+    writer.set_attribute("replans", std::string("after step 2: switching to zb-h1"));
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_EQ(read_string_attribute(file, "schedule_kind"), "zb-h1");
+  EXPECT_EQ(read_string_attribute(file, "replans"), "after step 2: switching to zb-h1");
+  H5Fclose(file);
+}
+
 TEST(TimelineWriter, DuplicateAttributeNamesTheAttribute) {
   const std::string path = temp_h5();
   try {

@@ -81,7 +81,7 @@ def real_part(args, env):
             print(f"  note: {name} ran schedule {r['schedule_kind']}")
 
 
-V_SHAPE_KINDS = ("zb-v", "v-half")  # two chunks per rank, one layer each
+V_SHAPE_KINDS = ("zb-v", "v-half", "dualpipev")  # two chunks per rank, one layer each
 
 
 def emulated_steps(args, m):
@@ -92,7 +92,7 @@ def emulated_steps(args, m):
 def emulated_part(args, env):
     F = args.forward_ms
     deck = REPO / "input_decks" / "tiny.toml"
-    print(f"emulated compute: input_decks/tiny.toml, layers = p (2p for zb-v and v-half), micro_batch_size 1, F {F:g} ms, B {2 * F:g} ms, "
+    print(f"emulated compute: input_decks/tiny.toml, layers = p (2p for the V shapes), micro_batch_size 1, F {F:g} ms, B {2 * F:g} ms, "
           f"I {F:g} ms, W {F:g} ms; ranks = p, oversubscribed on {os.cpu_count()} CPUs; "
           f"steps per row (median after {args.warmup})")
     print(f"{'p':>3}{'m':>5}  {'schedule':<9}{'steps':>6}{'bubble':>9}{'textbook':>10}{'simulator':>11}"

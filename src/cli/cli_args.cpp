@@ -13,8 +13,8 @@ Usage:
   trident run   DECK [--set section.key=value ...]   train (under mpirun / srun)
   trident plan  DECK [--ranks N] [--show-schedule] [--set section.key=value ...]
                 grid, stage partition, parameters, FLOPs, memory, and a table of the pipeline
-                schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, v-half, auto) with
-                simulated bubbles
+                schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, v-half, dualpipev, auto)
+                with simulated bubbles
   trident check DECK [--set section.key=value ...]   validate the deck and its schedule; print the
                 ranks it needs and its run directory (lines "ranks: N ..." and "output: DIR")
   trident --help | --version

@@ -25,14 +25,15 @@ inline constexpr std::array<Choice<ModelFamily>, 2> kModelFamilies{
 constexpr const auto& choices(ModelFamily) { return kModelFamilies; }
 
 // schedule.kind (DESIGN.md "Schedules are data"); `automatic` picks among the others.
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_v, v_half, automatic };
-inline constexpr std::array<Choice<ScheduleKind>, 7> kScheduleKinds{
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_v, v_half, dualpipe_v, automatic };
+inline constexpr std::array<Choice<ScheduleKind>, 8> kScheduleKinds{
     {{ScheduleKind::gpipe, "gpipe"},
      {ScheduleKind::one_f_one_b, "1f1b"},
      {ScheduleKind::interleaved_1f1b, "interleaved-1f1b"},
      {ScheduleKind::zb_h1, "zb-h1"},
      {ScheduleKind::zb_v, "zb-v"},
      {ScheduleKind::v_half, "v-half"},
+     {ScheduleKind::dualpipe_v, "dualpipev"},
      {ScheduleKind::automatic, "auto"}}};
 constexpr const auto& choices(ScheduleKind) { return kScheduleKinds; }
 

@@ -173,14 +173,15 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                                             std::to_string(kMaxCount) + "; use fewer micro-batches");
   }
   // With "auto", virtual_stages is the most chunks per rank that auto may choose.
-  const bool v_shape = schedule.kind == ScheduleKind::zb_v || schedule.kind == ScheduleKind::v_half;
+  const bool v_shape = schedule.kind == ScheduleKind::zb_v || schedule.kind == ScheduleKind::v_half ||
+                       schedule.kind == ScheduleKind::dualpipe_v;
   const bool chunked_kind = schedule.kind == ScheduleKind::interleaved_1f1b || schedule.kind == ScheduleKind::automatic;
   if (schedule.virtual_stages > 1 && !chunked_kind && !v_shape) {
-    where.fail("schedule.virtual_stages", "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
-                                              " needs schedule.kind = \"interleaved-1f1b\", \"zb-v\", \"v-half\" or "
-                                              "\"auto\" (kind is \"" +
-                                              word_of(schedule.kind) +
-                                              "\"); use virtual_stages = 1 or change the kind");
+    where.fail("schedule.virtual_stages",
+               "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
+                   " needs schedule.kind = \"interleaved-1f1b\", \"zb-v\", \"v-half\", \"dualpipev\" or "
+                   "\"auto\" (kind is \"" +
+                   word_of(schedule.kind) + "\"); use virtual_stages = 1 or change the kind");
   }
   if (v_shape && schedule.virtual_stages != 2) {
     const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");

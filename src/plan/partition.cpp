@@ -118,8 +118,8 @@ std::vector<StageLayers> partition_layers(const ModelConfig& model, const Parall
 }
 
 ChunkPlacement chunk_placement(ScheduleKind kind) {
-  return kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half ? ChunkPlacement::v_shape
-                                                                    : ChunkPlacement::interleaved;
+  const bool v = kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::dualpipe_v;
+  return v ? ChunkPlacement::v_shape : ChunkPlacement::interleaved;
 }
 
 int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk) {

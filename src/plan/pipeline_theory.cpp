@@ -8,6 +8,7 @@ namespace trident {
 double in_flight_microbatches(const ScheduleConfig& schedule, int stage, int stages) {
   const int m = schedule.microbatches;
   if (schedule.kind == ScheduleKind::gpipe) return m;
+  if (schedule.kind == ScheduleKind::dualpipe_v) return std::min(2 * stages + 1, 2 * m) / 2.0;
   if (stages == 1) return 1.0;
   if (schedule.kind == ScheduleKind::interleaved_1f1b) {
     const int v = schedule.virtual_stages;

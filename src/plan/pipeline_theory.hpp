@@ -8,10 +8,12 @@ namespace trident {
 // Micro-batches whose activations pipeline rank `stage` (0-based, of `stages`) holds at its peak,
 // counted in micro-batches of a whole rank: with v chunks per rank, chunks in flight / v.
 //   gpipe              m: all forwards run before the first backward (one stage too)
-//   other kinds, one stage: 1 (each micro-batch runs forward then backward)
+//   other kinds but dualpipev, one stage: 1 (each micro-batch runs forward then backward)
 //   1f1b, zb-h1        min(p - s, m) (zb-h1 keeps 1F1B's memory; its W only fill bubbles)
 //   interleaved-1f1b   Megatron's warm-up plus one: min(2 (p - s - 1) + (v - 1) p + 1, m v) chunks / v
 //   zb-v, v-half       the bound their generator keeps: min(v_shape_activation_cap, 2 m) chunks / 2
+//   dualpipev          2p chunks after its two forward phases, one more in each F-B pair:
+//                      min(2 p + 1, 2 m) chunks / 2
 //   auto               not known without simulating; the bound auto respects,
 //                      min(auto_memory_limit or p, m) (schedule/schedule_report.hpp shows the choice)
 // The schedule module's simulator counts the same peaks from the generated lists.

@@ -63,6 +63,7 @@ std::vector<Evaluated> evaluate_candidates(int stages, int microbatches, int max
   // micro-batches being all of 1F1B's).
   if (max_chunks >= 2) {
     candidates.push_back({ScheduleKind::zb_v, 2});
+    candidates.push_back({ScheduleKind::dualpipe_v, 2});
     candidates.push_back({ScheduleKind::v_half, 2, std::min(1.0, limit / stages)});
   }
   std::vector<Evaluated> evaluated;

@@ -1,4 +1,5 @@
-// The schedule generators: gpipe, 1f1b, interleaved-1f1b and zb-h1 (zb-v and v-half: v_shape.cpp), each a rule that
+// The schedule generators: gpipe, 1f1b, interleaved-1f1b and zb-h1 (zb-v and v-half: v_shape.cpp;
+// dualpipev: dualpipe_v.cpp), each a rule that
 // writes every rank's action list, and the forward-only schedule evaluation runs. They produce data only; validate.cpp
 // proves the lists complete and deadlock-free and the tests hold the generators to that for many (p, m, v).
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "plan/partition.hpp"
+#include "schedule/dualpipe_v.hpp"
 #include "schedule/schedule.hpp"
 #include "schedule/v_shape.hpp"
 
@@ -174,17 +176,18 @@ Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chun
         "schedule kind \"auto\" is a choice among the generators, not a generator: call "
         "choose_auto_schedule");
   if (kind == ScheduleKind::interleaved_1f1b) return make_interleaved_1f1b(stages, microbatches, chunks);
-  if (kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half) {
+  if (chunk_placement(kind) == ChunkPlacement::v_shape) {
     if (chunks != 2)
       throw InputError("schedule kind \"" + word_of(kind) +
                        "\" runs two chunks per rank in a V (virtual_stages = 2), "
                        "got " +
                        std::to_string(chunks) + "; set schedule.virtual_stages = 2");
+    if (kind == ScheduleKind::dualpipe_v) return make_dualpipe_v(stages, microbatches);
     return make_v_shape(kind, stages, microbatches, activation_budget);
   }
   if (chunks != 1) {
     throw InputError("schedule kind \"" + word_of(kind) + "\" runs one chunk per rank (virtual_stages = 1), got " +
-                     std::to_string(chunks) + "; interleaved-1f1b, zb-v and v-half use more than one chunk");
+                     std::to_string(chunks) + "; interleaved-1f1b, zb-v, v-half and dualpipev use more than one chunk");
   }
   switch (kind) {
     case ScheduleKind::gpipe:
@@ -196,6 +199,7 @@ Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chun
     case ScheduleKind::interleaved_1f1b:
     case ScheduleKind::zb_v:
     case ScheduleKind::v_half:
+    case ScheduleKind::dualpipe_v:
     case ScheduleKind::automatic:
       break;  // handled above
   }

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "plan/partition.hpp"
+#include "schedule/dualpipe_v.hpp"
 #include "schedule/v_shape.hpp"
 
 namespace trident {
@@ -13,9 +15,10 @@ namespace {
 std::vector<Schedule> candidates(const Schedule& running, const ActionCosts& measured, double activation_budget) {
   const int p = running.stages, m = running.microbatches;
   std::vector<Schedule> schedules;
-  if (running.kind == ScheduleKind::zb_v || running.kind == ScheduleKind::v_half) {
+  if (chunk_placement(running.kind) == ChunkPlacement::v_shape) {
     for (const ScheduleKind kind : {ScheduleKind::zb_v, ScheduleKind::v_half})
       schedules.push_back(make_v_shape(kind, p, m, activation_budget, measured));
+    if (m >= 2 * p) schedules.push_back(make_dualpipe_v(p, m));
   } else if (running.chunks == 1) {
     for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1})
       schedules.push_back(make_schedule(kind, p, m, 1));

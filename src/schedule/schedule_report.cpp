@@ -163,9 +163,9 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
         candidates.push_back({"auto: " + word_of(chosen.kind), config.kind == kind, std::move(chosen)});
         continue;
       }
-      const int chunks = kind == ScheduleKind::interleaved_1f1b                       ? interleaved_chunks
-                         : kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half ? 2
-                                                                                      : 1;
+      const int chunks = kind == ScheduleKind::interleaved_1f1b             ? interleaved_chunks
+                         : chunk_placement(kind) == ChunkPlacement::v_shape ? 2
+                                                                            : 1;
       if (static_cast<long>(p) * chunks > layers) {
         skipped.push_back(std::string(word) + " (v = " + str(chunks) + "): needs pp x v = " + str(p * chunks) +
                           " <= model.layers = " + str(layers));

@@ -341,6 +341,12 @@ int Trainer::run() {
   if (s.start_step >= deck.train.steps && s.is_root())
     s.log << "nothing to do: the checkpoint is at step " << s.start_step << " of train.steps = " << deck.train.steps
           << " (raise train.steps to train further)\n";
+  {
+    // The ranks start the first step together, so that none counts world rank 0's set-up (the
+    // timeline, the banner) as time blocked in step 1's collectives.
+    const BlockedIn watched("barrier before the first step", world_group(s.world));
+    MPI_Barrier(s.world);
+  }
   for (int step = s.start_step + 1; step <= deck.train.steps; ++step) {
     StepTotals totals = s.train_step(step);
     s.evaluate_after(step, totals);

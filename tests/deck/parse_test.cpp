@@ -185,10 +185,11 @@ TEST(DeckParse, EnumChoicesMapToTheirValues) {
                                                         {"zb-h1", ScheduleKind::zb_h1},
                                                         {"zb-v", ScheduleKind::zb_v},
                                                         {"v-half", ScheduleKind::v_half},
+                                                        {"dualpipev", ScheduleKind::dualpipe_v},
                                                         {"auto", ScheduleKind::automatic}};
   for (const auto& [word, kind] : kinds) {
-    const bool chunked =
-        kind == ScheduleKind::interleaved_1f1b || kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half;
+    const bool chunked = kind == ScheduleKind::interleaved_1f1b || kind == ScheduleKind::zb_v ||
+                         kind == ScheduleKind::v_half || kind == ScheduleKind::dualpipe_v;
     const std::string chunks = chunked ? "virtual_stages = 2\n" : "";
     EXPECT_EQ(parse(std::string(kMinimalDeck) + "[schedule]\nkind = \"" + word + "\"\n" + chunks).schedule.kind, kind);
     EXPECT_EQ(word_of(kind), word);

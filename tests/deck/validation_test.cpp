@@ -148,7 +148,7 @@ const BadDeckCase kBadDecks[] = {
     {"VirtualStagesWithoutInterleaving",
      {},
      {"schedule", "virtual_stages = 2"},
-     "\"interleaved-1f1b\", \"zb-v\", \"v-half\" or \"auto\""},
+     "\"interleaved-1f1b\", \"zb-v\", \"v-half\", \"dualpipev\" or \"auto\""},
     {"InterleavedNeedsTwoChunks", {}, {"schedule", "kind = \"interleaved-1f1b\""}, "virtual_stages >= 2"},
     {"InterleavedNeedsAMultipleOfPp",
      {{"parallel", "pp = 2"}, {"schedule", "kind = \"interleaved-1f1b\""}, {"schedule", "virtual_stages = 2"}},

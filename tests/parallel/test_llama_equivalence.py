@@ -46,6 +46,8 @@ GRIDS = [
     ("tp2 pp2 zb-v tied", 2, 2, 1, ("schedule.kind=zb-v", "schedule.virtual_stages=2", "schedule.microbatches=3"),
      ("model.tie_embeddings=true",)),
     ("pp3 v-half", 1, 3, 1, ("schedule.kind=v-half", "schedule.virtual_stages=2", "schedule.microbatches=4"), ()),
+    ("pp2 dualpipev", 1, 2, 1, ("schedule.kind=dualpipev", "schedule.virtual_stages=2", "schedule.microbatches=5"),
+     ()),
 ]
 
 

@@ -76,6 +76,7 @@ SINGLE_GRID += [case("auto", p, m, 2, sanitized=(p, m) == (4, 9)) for p in (2, 4
 # The V-shape kinds: rank r holds virtual stages r and 2p - 1 - r (rank 0 the embedding and the head).
 SINGLE_GRID += [case("zb-v", p, m, 2, sanitized=(p, m) == (3, 7)) for p in (2, 3, 4) for m in microbatch_counts(p)]
 SINGLE_GRID += [case("v-half", p, m, 2, sanitized=(p, m) == (4, 4)) for p in (3, 4) for m in (1, p)]
+SINGLE_GRID += [case("dualpipev", p, m, 2, sanitized=(p, m) == (3, 7)) for p in (2, 3, 4) for m in (2 * p, 2 * p + 1)]
 
 
 @pytest.mark.parametrize("kind,p,m,v", SINGLE_GRID)
@@ -112,6 +113,7 @@ GRID_CASES = [
     case("zb-v", 3, 4, 2, 1, 1, ("parallel.stage_layers=[2,1,1,1,2,1]",), sanitized=True),
     case("zb-v", 2, 3, 2, 1, 2, ('schedule.recompute="full"', "parallel.zero=1")),
     case("v-half", 3, 5, 2, 2, 1, ("schedule.activation_budget=0.75",)),
+    case("dualpipev", 2, 5, 2, 2, 2, ()),
 ]
 
 

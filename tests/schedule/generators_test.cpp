@@ -21,7 +21,8 @@ const std::vector<ScheduleKind> kGenerators = {ScheduleKind::gpipe, ScheduleKind
 TEST(ScheduleKinds, ListsGeneratorsThenAuto) {
   std::vector<std::string> words;
   for (const auto& [kind, word] : kScheduleKinds) words.emplace_back(word);
-  EXPECT_EQ(words, (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "v-half", "auto"}));
+  EXPECT_EQ(words, (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "v-half",
+                                             "dualpipev", "auto"}));
 }
 
 TEST(ActionNames, LettersAndChunkSuffix) {

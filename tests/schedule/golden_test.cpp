@@ -48,7 +48,8 @@ INSTANTIATE_TEST_SUITE_P(Generators, GoldenListing,
                                            GoldenCase{"1f1b", 1, 3, 1}, GoldenCase{"interleaved-1f1b", 2, 4, 2},
                                            GoldenCase{"interleaved-1f1b", 4, 8, 2}, GoldenCase{"zb-h1", 4, 8, 1},
                                            GoldenCase{"zb-h1", 3, 2, 1}, GoldenCase{"zb-v", 2, 3, 2},
-                                           GoldenCase{"zb-v", 4, 8, 2}, GoldenCase{"v-half", 4, 8, 2}),
+                                           GoldenCase{"zb-v", 4, 8, 2}, GoldenCase{"v-half", 4, 8, 2},
+                                           GoldenCase{"dualpipev", 2, 4, 2}, GoldenCase{"dualpipev", 4, 9, 2}),
                          [](const ::testing::TestParamInfo<GoldenCase>& info) {
                            std::string name = info.param.kind + "_p" + std::to_string(info.param.p) + "_m" +
                                               std::to_string(info.param.m) + "_v" + std::to_string(info.param.v);

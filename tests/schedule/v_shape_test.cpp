@@ -103,5 +103,59 @@ TEST(VShape, RejectsOtherChunkCountsAndBudgets) {
   }
 }
 
+// DualPipeV: the V placement, DeepSeek's phases, valid for every p and m >= 2p; each rank's list
+// holds every F, and for each backward a B or an I with its W.
+TEST(DualPipeV, IsValidInAVForMAtLeastTwiceP) {
+  for (int p : {1, 2, 3, 4, 8}) {
+    for (int m : {2 * p, 2 * p + 1, 3 * p, 4 * p}) {
+      SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
+      const Schedule schedule = make_schedule(ScheduleKind::dualpipe_v, p, m, 2);
+      ASSERT_EQ(find_schedule_problem(schedule), "");
+      for (int rank = 0; rank < p; ++rank)
+        EXPECT_EQ(schedule.virtual_stage[rank], (std::vector<int>{rank, 2 * p - 1 - rank}));
+      // Its steady phase pairs an F with a B of the other chunk.
+      if (m > 2 * p) {
+        const std::vector<Action>& first = schedule.actions[0];
+        const auto pair = std::adjacent_find(first.begin(), first.end(), [](const Action& a, const Action& b) {
+          return a.kind == ActionKind::forward && b.kind == ActionKind::backward && a.chunk != b.chunk;
+        });
+        EXPECT_NE(pair, first.end());
+      }
+    }
+  }
+}
+
+TEST(DualPipeV, PeakActivationsAreThePlansFigure) {
+  for (int p : {1, 2, 4, 8}) {
+    for (int m : {2 * p, 3 * p + 1}) {
+      ScheduleConfig config;
+      config.kind = ScheduleKind::dualpipe_v;
+      config.microbatches = m;
+      config.virtual_stages = 2;
+      const SimulatedStep step = simulate(make_schedule(ScheduleKind::dualpipe_v, p, m, 2), equal_costs(p));
+      const int peak = *std::max_element(step.peak_in_flight.begin(), step.peak_in_flight.end());
+      EXPECT_DOUBLE_EQ(peak / 2.0, in_flight_microbatches(config, 0, p)) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+TEST(DualPipeV, NeedsTwoMicroBatchesPerStage) {
+  const std::string message = input_error_message([] { make_schedule(ScheduleKind::dualpipe_v, 4, 7, 2); });
+  EXPECT_NE(message.find("m >= 2p"), std::string::npos) << message;
+  EXPECT_NE(input_error_message([] { make_schedule(ScheduleKind::dualpipe_v, 4, 8, 1); }).find("virtual_stages = 2"),
+            std::string::npos);
+}
+
+// At equal costs it holds no more than 1F1B's activations plus the one pair it starts ahead, and
+// its bubble is below 1F1B's.
+TEST(DualPipeV, BeatsOneFOneBAtAboutItsMemory) {
+  const SimulatedStep one_f_one_b =
+      simulate(make_schedule(ScheduleKind::one_f_one_b, 8, 16, 1), ActionCosts::uniform(8, 1));
+  const SimulatedStep dualpipe = simulate(make_schedule(ScheduleKind::dualpipe_v, 8, 16, 2), equal_costs(8));
+  EXPECT_LT(dualpipe.bubble, one_f_one_b.bubble);
+  const int peak = *std::max_element(dualpipe.peak_in_flight.begin(), dualpipe.peak_in_flight.end());
+  EXPECT_LE(peak, 2 * one_f_one_b.peak_in_flight[0] + 2);
+}
+
 }  // namespace
 }  // namespace trident

@@ -8,6 +8,14 @@ Real compute (input_decks/small.toml's model, m micro-batches of B sequences, sy
 Every rank runs OpenBLAS with --threads-per-rank threads (default 1) so that 2 ranks use the
 machine's 2 cores and the 1-rank reference uses one.
 
+Re-planning an unbalanced split (real compute, the same model and batch on 2 ranks, 1f1b):
+  balanced            parallel.stage_layers = "balanced" (the FLOP model's split): the reference
+  unbalanced          --unbalanced-split (default [1,5]: the head's stage holds most layers too)
+  unbalanced + replan the same with schedule.replan = "once": after step 2 the measured costs move
+                      the layers (and may change the schedule); its medians are over the steps
+                      after the move
+The recovered share is (unbalanced bubble - re-planned bubble) / (unbalanced - balanced bubble).
+
 Emulated compute (input_decks/tiny.toml with [emulate]: every action sleeps, the messages are real):
 p ranks for p in --stages, m in --microbatch-counts, each schedule in --schedules, with
 F = --forward-ms, B = 2F, I = W = F. Ranks oversubscribe the cores; sleeping ranks leave them free.
@@ -33,8 +41,9 @@ def env_sh_environment():
     return dict(entry.split("=", 1) for entry in result.stdout.decode().split("\0") if "=" in entry)
 
 
-def run_pipeline(args, deck, ranks, steps, settings, env):
-    """Runs trident on `ranks` ranks with tp = dp = 1, pp = ranks; returns medians and attributes."""
+def run_pipeline(args, deck, ranks, steps, settings, env, warmup=None):
+    """Runs trident on `ranks` ranks with tp = dp = 1, pp = ranks; returns medians (after `warmup`
+    steps, default --warmup) and attributes."""
     settings = dict({"parallel.tp": 1, "parallel.pp": ranks, "parallel.dp": 1, "schedule.virtual_stages": 1,
                      "train.steps": steps}, **settings)
     with tempfile.TemporaryDirectory(prefix="trident-pipeline-") as run_dir:
@@ -48,11 +57,14 @@ def run_pipeline(args, deck, ranks, steps, settings, env):
         missing = [n for n in ("predicted_bubble", "schedule_kind") if n not in tl.attrs]
         if missing:
             raise BenchError(f"{tl.path}: missing root attribute(s) {', '.join(missing)}")
-        median = timeline_medians(tl, args.warmup, "tokens_per_s", "step_time_s", "bubble")
+        median = timeline_medians(tl, args.warmup if warmup is None else warmup, "tokens_per_s", "step_time_s",
+                                  "bubble")
         model = ", ".join(f"{k} {tl.attrs[k]}" for k in ("layers", "d_model", "heads", "seq_len", "vocab")
                           if k in tl.attrs)
         return dict(median, loss=float(tl.steps["loss"][-1]), predicted_bubble=tl.predicted_bubble,
-                    schedule_kind=tl.schedule, p=tl.p, m=tl.m, steps=steps, model=model)
+                    schedule_kind=tl.schedule, p=tl.p, m=tl.m, steps=steps, model=model,
+                    stage_layers=str(tl.attrs.get("stage_layers", "")), replans=str(tl.attrs.get("replans", "")),
+                    blas_core=str(tl.attrs.get("blas_core", "?")))
 
 
 def real_part(args, env):
@@ -68,7 +80,7 @@ def real_part(args, env):
     m = args.microbatches
     print(f"real compute: input_decks/small.toml ({one['model']}), m {m} x B {args.micro_batch_size}, "
           f"{args.real_steps} steps (median after {args.warmup}), OPENBLAS_NUM_THREADS={args.threads_per_rank} "
-          f"per rank, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, load average {load:.1f} "
+          f"per rank, OPENBLAS_CORETYPE unset (core {one['blas_core']}), load average {load:.1f} "
           f"on {os.cpu_count()} CPUs before the runs")
     print(f"{'run':<14}{'tokens/s':>10}{'ms/step':>10}{'vs 1 rank':>11}{'p(1-sim)':>10}{'bubble':>9}"
           f"{'textbook':>10}{'simulator':>11}{'loss':>8}")
@@ -79,6 +91,35 @@ def real_part(args, env):
               f"{r['bubble']:>9.1%}{textbook_bubble(p, m):>10.1%}{r['predicted_bubble']:>11.1%}{r['loss']:>8.3f}")
         if r["schedule_kind"] not in name and p > 1:
             print(f"  note: {name} ran schedule {r['schedule_kind']}")
+
+
+def rebalance_part(args, env):
+    settings = {"schedule.microbatches": args.microbatches, "schedule.micro_batch_size": args.micro_batch_size,
+                "emulate.enabled": "false", "schedule.kind": "1f1b"}
+    deck = REPO / "input_decks" / "small.toml"
+    steps = args.real_steps + 3  # re-planning after step 2, its checkpoint and the first step after the move
+    load = os.getloadavg()[0]
+    runs = [("balanced", run_pipeline(args, deck, 2, steps, dict(settings, **{"parallel.stage_layers": '"balanced"'}),
+                                      env)),
+            ("unbalanced", run_pipeline(args, deck, 2, steps,
+                                        dict(settings, **{"parallel.stage_layers": args.unbalanced_split}), env)),
+            ("unbalanced + replan", run_pipeline(args, deck, 2, steps,
+                                                 dict(settings, **{"parallel.stage_layers": args.unbalanced_split,
+                                                                   "schedule.replan": '"once"'}), env, warmup=3))]
+    print(f"re-planning an unbalanced split: input_decks/small.toml ({runs[0][1]['model']}), pp 2, 1f1b, "
+          f"m {args.microbatches} x B {args.micro_batch_size}, {steps} steps (medians after {args.warmup}; "
+          f"after 3 for the re-planned run), OPENBLAS_NUM_THREADS={args.threads_per_rank} per rank, "
+          f"OPENBLAS_CORETYPE unset (core {runs[0][1]['blas_core']}), load average {load:.1f} before")
+    print(f"{'run':<22}{'layers':>8}{'schedule':>10}{'ms/step':>10}{'bubble':>9}{'loss':>8}")
+    for name, r in runs:
+        print(f"{name:<22}{r['stage_layers']:>8}{r['schedule_kind']:>10}{r['step_time_s'] * 1e3:>10.1f}"
+              f"{r['bubble']:>9.1%}{r['loss']:>8.3f}")
+    balanced, unbalanced, replanned = (r for _, r in runs)
+    added = unbalanced["bubble"] - balanced["bubble"]
+    recovered = (unbalanced["bubble"] - replanned["bubble"]) / added if added > 0 else float("nan")
+    print(f"the imbalance adds {added:.1%} of bubble; re-planning recovers {recovered:.0%} of it "
+          f"(step time {unbalanced['step_time_s'] / replanned['step_time_s']:.2f}x faster than unbalanced)")
+    print(f"  {replanned['replans']}")
 
 
 V_SHAPE_KINDS = ("zb-v", "v-half", "dualpipev")  # two chunks per rank, one layer each
@@ -124,7 +165,8 @@ def main():
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke subset (about a minute): 2 real steps, p 8, m 8 and 16, 3 emulated steps")
-    parser.add_argument("--parts", default="real,emulated")
+    parser.add_argument("--parts", default="real,rebalance,emulated")
+    parser.add_argument("--unbalanced-split", default="[1,5]", help="rebalance part: parallel.stage_layers")
     parser.add_argument("--steps", type=int, default=None, help="emulated steps for m <= 16 (default 10)")
     parser.add_argument("--real-steps", type=int, default=None, help="real-compute steps (default 6)")
     parser.add_argument("--warmup", type=int, default=1)
@@ -143,8 +185,8 @@ def main():
     args.stages = args.stages or ([8] if quick else [8, 16])
     args.microbatch_counts = args.microbatch_counts or ([8, 16] if quick else [8, 16, 32, 64])
     parts = [x for x in args.parts.split(",") if x]
-    if not set(parts) <= {"real", "emulated"}:
-        parser.error(f"--parts: real and/or emulated, not {args.parts}")
+    if not set(parts) <= {"real", "rebalance", "emulated"}:
+        parser.error(f"--parts: any of real, rebalance, emulated, not {args.parts}")
     if args.real_steps <= args.warmup or args.steps <= args.warmup:
         parser.error(f"--steps and --real-steps must exceed --warmup ({args.warmup})")
     if not Path(args.trident).is_file():
@@ -156,13 +198,12 @@ def main():
             return 2
     env = dict(env_sh_environment(), OPENBLAS_NUM_THREADS=str(args.threads_per_rank),
                OMP_NUM_THREADS=str(args.threads_per_rank))
+    env.pop("OPENBLAS_CORETYPE", None)  # this CPU's own kernels, not the Haswell ones the test machines pin
     try:
-        if "real" in parts:
-            real_part(args, env)
-        if "emulated" in parts:
-            if "real" in parts:
+        for name, part in (("real", real_part), ("rebalance", rebalance_part), ("emulated", emulated_part)):
+            if name in parts:
+                part(args, env)
                 print()
-            emulated_part(args, env)
     except BenchError as error:
         print(f"pipeline: {error}", file=sys.stderr)
         return 1

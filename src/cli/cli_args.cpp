@@ -11,10 +11,12 @@ const char* usage_text() {
 
 Usage:
   trident run   DECK [--set section.key=value ...]   train (under mpirun / srun)
-  trident plan  DECK [--ranks N] [--show-schedule] [--set section.key=value ...]
+  trident plan  DECK [--ranks N] [--show-schedule] [--machine FILE [--search] [--json]] [--set section.key=value ...]
                 grid, stage partition, parameters, FLOPs, memory, and a table of the pipeline
                 schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, v-half, dualpipev, auto)
-                with simulated bubbles
+                with simulated bubbles; with --machine, the predicted step time, tokens/s, FLOP/s
+                per device, MFU and whether each rank fits on that machine; with --search, the
+                fastest grids of N (--ranks) devices that fit
   trident check DECK [--set section.key=value ...]   validate the deck and its schedule; print the
                 ranks it needs and its run directory (lines "ranks: N ..." and "output: DIR")
   trident --help | --version
@@ -27,6 +29,11 @@ Options:
                            grid does not multiply to N)
   --show-schedule          plan: also draw the deck's schedule, one line per pipeline rank
                            (F forward, B backward, I input grad, W weight grad, . idle)
+  --machine FILE           plan: predict the step on the machine FILE describes (peaks, GEMM
+                           efficiency, memory, links; input_decks/machines/*.toml)
+  --search                 plan --machine: rank every grid (tp, pp, dp, micro-batch size, schedule,
+                           recomputation) of the same global batch that fits, fastest first
+  --json                   plan --machine: print the prediction (or the search) as one JSON object only
   -h, --help               this text
 
 Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments, 3 checkpointed and stopped
@@ -91,6 +98,17 @@ CliArgs parse_cli(int argc, char** argv) {
       if (args.command != Command::plan)
         throw InputError("--show-schedule is an option of `trident plan` only, e.g. trident plan DECK --show-schedule");
       args.show_schedule = true;
+    } else if (word == "--machine" || word.rfind("--machine=", 0) == 0) {
+      if (args.command != Command::plan)
+        throw InputError("--machine is an option of `trident plan` only, e.g. trident plan DECK --machine FILE");
+      args.machine_path = word == "--machine" ? next_value("--machine") : word.substr(10);
+    } else if (word == "--search") {
+      if (args.command != Command::plan)
+        throw InputError("--search is an option of `trident plan --machine FILE` only");
+      args.search = true;
+    } else if (word == "--json") {
+      if (args.command != Command::plan) throw InputError("--json is an option of `trident plan --machine FILE` only");
+      args.json = true;
     } else if (word.rfind("-", 0) == 0) {
       throw InputError("unknown option '" + word + "' (see trident --help)");
     } else if (args.deck_path.empty()) {
@@ -99,6 +117,9 @@ CliArgs parse_cli(int argc, char** argv) {
       throw InputError("unexpected argument '" + word + "': only one DECK is taken (see trident --help)");
     }
   }
+  if ((args.json || args.search) && args.machine_path.empty())
+    throw InputError(std::string(args.json ? "--json" : "--search") +
+                     " predicts for a machine: add --machine FILE (input_decks/machines/*.toml)");
   if (args.deck_path.empty() && !args.show_help)
     throw InputError("missing DECK: e.g. trident " + first + " input_decks/tiny.toml");
   return args;

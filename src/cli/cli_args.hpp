@@ -15,6 +15,9 @@ struct CliArgs {
   std::vector<std::string> overrides;  // "section.key=value" from --set
   std::optional<int> ranks;            // plan --ranks N
   bool show_schedule = false;          // plan --show-schedule: draw the deck's schedule
+  std::string machine_path;            // plan --machine FILE: predict the step on that machine
+  bool json = false;                   // plan --json: the prediction as one JSON object
+  bool search = false;                 // plan --search: rank the grids that fit the machine
   bool show_help = false;              // `trident <command> --help`
 };
 

@@ -15,6 +15,10 @@
 #include "common/watchdog.hpp"
 #include "deck/deck.hpp"
 #include "plan/report.hpp"
+#include "predict/machine.hpp"
+#include "predict/report.hpp"
+#include "predict/search.hpp"
+#include "predict/step_model.hpp"
 #include "schedule/schedule_report.hpp"
 #include "train/trainer.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
@@ -144,7 +148,28 @@ int plan_command(const CliArgs& args) {
     }
     // Composed whole first, so that an error part-way prints no half plan.
     std::ostringstream text;
-    print_plan(text, planned, args.ranks.value_or(deck.parallel.world_size()), notes);
+    const int ranks = args.ranks.value_or(deck.parallel.world_size());
+    print_plan(text, planned, ranks, notes);
+    if (!args.machine_path.empty()) {
+      const Machine machine = load_machine(args.machine_path);
+      Deck predicted = deck;  // print_plan accepted `ranks`: a multiple of tp * pp
+      predicted.parallel.dp = ranks / (deck.parallel.tp * deck.parallel.pp);
+      if (args.search) {
+        constexpr int kShown = 10;
+        const GridSearch search = search_grids(predicted, machine, ranks, kShown);
+        if (args.json) {
+          print_search_json(std::cout, machine, ranks, search);
+          return kExitOk;
+        }
+        print_search(text, machine, ranks, search);
+      }
+      const StepPrediction prediction = predict_step(predicted, machine);
+      if (args.json && !args.search) {
+        print_prediction_json(std::cout, predicted, machine, prediction);
+        return kExitOk;
+      }
+      print_prediction(text, predicted, machine, prediction);
+    }
     print_schedule_table(text, deck);
     if (args.show_schedule) print_schedule_diagram(text, deck);
     std::cout << text.str();

@@ -37,6 +37,20 @@ inline constexpr std::array<Choice<ScheduleKind>, 8> kScheduleKinds{
      {ScheduleKind::automatic, "auto"}}};
 constexpr const auto& choices(ScheduleKind) { return kScheduleKinds; }
 
+// Where each rank's model chunks sit, which the schedule's kind decides (plan/partition.hpp maps
+// chunks to virtual stages):
+//   interleaved  chunk c of rank r is virtual stage c·pp + r: one chunk is the plain pipeline, more
+//                are Megatron's interleaving (each rank holds every pp-th piece of the model);
+//   v_shape      two chunks, rank r holding virtual stages r and 2·pp − 1 − r: the model runs down
+//                the ranks and back up (zb-v, v-half, dualpipev), so rank 0 holds both the
+//                embedding and the head, and the turn from virtual stage pp − 1 to pp stays inside
+//                rank pp − 1.
+enum class ChunkPlacement { interleaved, v_shape };
+constexpr ChunkPlacement chunk_placement(ScheduleKind kind) {
+  const bool v = kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::dualpipe_v;
+  return v ? ChunkPlacement::v_shape : ChunkPlacement::interleaved;
+}
+
 // schedule.recompute: full keeps only each chunk's input and re-runs its forward in backward.
 // full: keep each chunk's input, re-run its forward before backward; selective: keep everything
 // but the attention probabilities, recomputed from q and k in backward.

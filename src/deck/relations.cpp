@@ -173,8 +173,7 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                                             std::to_string(kMaxCount) + "; use fewer micro-batches");
   }
   // With "auto", virtual_stages is the most chunks per rank that auto may choose.
-  const bool v_shape = schedule.kind == ScheduleKind::zb_v || schedule.kind == ScheduleKind::v_half ||
-                       schedule.kind == ScheduleKind::dualpipe_v;
+  const bool v_shape = chunk_placement(schedule.kind) == ChunkPlacement::v_shape;
   const bool chunked_kind = schedule.kind == ScheduleKind::interleaved_1f1b || schedule.kind == ScheduleKind::automatic;
   if (schedule.virtual_stages > 1 && !chunked_kind && !v_shape) {
     where.fail("schedule.virtual_stages",

@@ -9,73 +9,13 @@
 #include "deck/locations.hpp"
 #include "deck/messages.hpp"
 #include "deck/suggest.hpp"
+#include "deck/values.hpp"
 
 namespace trident {
 
 void KeySite::fail(const std::string& complaint) const { fail_at(location, key + " " + complaint); }
 
 namespace {
-
-// ---- readers of one value, shared by all keys of a kind ----
-
-// The largest TOML integer (int64) that fits `Int`.
-template <class Int>
-constexpr std::int64_t largest() {
-  return static_cast<std::int64_t>(std::min<std::uint64_t>(std::numeric_limits<Int>::max(),
-                                                            std::numeric_limits<std::int64_t>::max()));
-}
-
-std::int64_t read_integer(const toml::node& node, const KeySite& site, std::int64_t min, std::int64_t max) {
-  const auto* integer = node.as_integer();
-  if (integer == nullptr) site.fail("must be an integer, got " + describe(node));
-  const std::int64_t value = **integer;
-  if (value < min) site.fail("must be at least " + std::to_string(min) + ", got " + std::to_string(value));
-  if (value > max) site.fail("must be at most " + std::to_string(max) + ", got " + std::to_string(value));
-  return value;
-}
-
-// An interval of allowed reals; `high` = infinity means unbounded above.
-struct Interval {
-  double low;
-  bool low_open;
-  double high = std::numeric_limits<double>::infinity();
-  bool high_open = true;
-
-  bool contains(double x) const {
-    return (low_open ? x > low : x >= low) && (high_open ? x < high : x <= high);
-  }
-  std::string describe() const {
-    if (std::isinf(high)) return (low_open ? "greater than " : "at least ") + format_number(low);
-    return "in " + std::string(low_open ? "(" : "[") + format_number(low) + ", " + format_number(high) +
-           (high_open ? ")" : "]");
-  }
-};
-constexpr Interval kPositive{0.0, true};
-constexpr Interval kNonNegative{0.0, false};
-constexpr Interval kFraction{0.0, false, 1.0, true};  // Adam betas
-constexpr Interval kShare{0.0, true, 1.0, false};     // (0, 1]
-
-double read_real(const toml::node& node, const KeySite& site, const Interval& allowed) {
-  double value = 0.0;
-  if (const auto* integer = node.as_integer()) {
-    value = static_cast<double>(**integer);
-  } else if (const auto* real = node.as_floating_point()) {
-    value = **real;
-  } else {
-    site.fail("must be a number " + allowed.describe() + ", got " + describe(node));
-  }
-  if (!std::isfinite(value)) {
-    site.fail("must be a finite number " + allowed.describe() + ", got " + format_number(value));
-  }
-  if (!allowed.contains(value)) site.fail("must be " + allowed.describe() + ", got " + format_number(value));
-  return value;
-}
-
-const std::string& read_string(const toml::node& node, const KeySite& site) {
-  const auto* string = node.as_string();
-  if (string == nullptr) site.fail("must be a string (in quotes), got " + describe(node));
-  return **string;
-}
 
 // ---- key makers: one table row each; `part` selects the deck section, `field` the member ----
 

@@ -39,26 +39,6 @@ std::vector<int> uniform_layer_counts(int layers, int pieces) {
   return counts;
 }
 
-// Water-filling: one layer each, then every further layer to the cheapest piece (earliest on a
-// tie). Exact for min-max because all layers cost the same (see partition.hpp).
-std::vector<int> balanced_layer_counts(const ModelConfig& model, int pieces) {
-  const ForwardFlops flops = forward_flops_per_token(model);
-  std::vector<double> extra(pieces, 0.0);  // in layers
-  extra.front() += flops.embedding / flops.layer;
-  extra.back() += flops.head / flops.layer;
-  std::vector<int> counts(pieces, 1);
-  using Entry = std::pair<double, int>;  // (cost after one more layer, piece): smallest first
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> cheapest;
-  for (int piece = 0; piece < pieces; ++piece) cheapest.push({counts[piece] + 1 + extra[piece], piece});
-  for (int left = model.layers - pieces; left > 0; --left) {
-    const int piece = cheapest.top().second;
-    cheapest.pop();
-    ++counts[piece];
-    cheapest.push({counts[piece] + 1 + extra[piece], piece});
-  }
-  return counts;
-}
-
 const std::vector<int>& checked_explicit_layer_counts(const ModelConfig& model, const ParallelConfig& parallel,
                                                       int pieces, int chunks) {
   const std::vector<int>& counts = parallel.stage_layers;
@@ -98,16 +78,24 @@ double stage_forward_flops_per_token(const ModelConfig& model, const StageLayers
   return stage.num_layers * flops.layer + (first ? flops.embedding : 0.0) + (last ? flops.head : 0.0);
 }
 
-std::vector<StageLayers> partition_layers(const ModelConfig& model, const ParallelConfig& parallel, int chunks) {
-  const int pieces = checked_piece_count(model, parallel, chunks);
-  std::vector<int> counts;
-  if (!parallel.stage_layers.empty()) {
-    counts = checked_explicit_layer_counts(model, parallel, pieces, chunks);
-  } else if (parallel.stage_layers_balanced) {
-    counts = balanced_layer_counts(model, pieces);
-  } else {
-    counts = uniform_layer_counts(model.layers, pieces);
+std::vector<int> balanced_layer_counts(int layers, int pieces, double first_extra, double last_extra) {
+  std::vector<double> extra(pieces, 0.0);  // in layers
+  extra.front() += first_extra;
+  extra.back() += last_extra;
+  std::vector<int> counts(pieces, 1);
+  using Entry = std::pair<double, int>;  // (cost after one more layer, piece): smallest first
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> cheapest;
+  for (int piece = 0; piece < pieces; ++piece) cheapest.push({counts[piece] + 1 + extra[piece], piece});
+  for (int left = layers - pieces; left > 0; --left) {
+    const int piece = cheapest.top().second;
+    cheapest.pop();
+    ++counts[piece];
+    cheapest.push({counts[piece] + 1 + extra[piece], piece});
   }
+  return counts;
+}
+
+std::vector<StageLayers> stages_from_counts(const std::vector<int>& counts) {
   std::vector<StageLayers> stages;
   int first_layer = 0;
   for (int count : counts) {
@@ -117,9 +105,30 @@ std::vector<StageLayers> partition_layers(const ModelConfig& model, const Parall
   return stages;
 }
 
-ChunkPlacement chunk_placement(ScheduleKind kind) {
-  const bool v = kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::dualpipe_v;
-  return v ? ChunkPlacement::v_shape : ChunkPlacement::interleaved;
+std::vector<int> layer_counts(const std::vector<StageLayers>& stages) {
+  std::vector<int> counts;
+  for (const StageLayers& stage : stages) counts.push_back(stage.num_layers);
+  return counts;
+}
+
+std::string layer_counts_text(const std::vector<StageLayers>& stages) {
+  std::string text;
+  for (const StageLayers& stage : stages) text += (text.empty() ? "" : "|") + str(stage.num_layers);
+  return text;
+}
+
+std::vector<StageLayers> partition_layers(const ModelConfig& model, const ParallelConfig& parallel, int chunks) {
+  const int pieces = checked_piece_count(model, parallel, chunks);
+  std::vector<int> counts;
+  if (!parallel.stage_layers.empty()) {
+    counts = checked_explicit_layer_counts(model, parallel, pieces, chunks);
+  } else if (parallel.stage_layers_balanced) {
+    const ForwardFlops flops = forward_flops_per_token(model);
+    counts = balanced_layer_counts(model.layers, pieces, flops.embedding / flops.layer, flops.head / flops.layer);
+  } else {
+    counts = uniform_layer_counts(model.layers, pieces);
+  }
+  return stages_from_counts(counts);
 }
 
 int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk) {

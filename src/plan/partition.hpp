@@ -2,6 +2,7 @@
 // compute cost model that balances them.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "deck/config.hpp"
@@ -56,14 +57,19 @@ double stage_forward_flops_per_token(const ModelConfig& model, const StageLayers
 std::vector<StageLayers> partition_layers(const ModelConfig& model, const ParallelConfig& parallel,
                                           int chunks = 1);
 
-// Where each rank's chunks sit in the model; the schedule's kind decides (chunk_placement).
-//   interleaved  chunk c of rank r is virtual stage c·pp + r: one chunk is the plain pipeline, more
-//                are Megatron's interleaving (each rank holds every pp-th piece of the model);
-//   v_shape      two chunks, rank r holding virtual stages r and 2·pp − 1 − r: the model runs down
-//                the ranks and back up (zb-v, v-half), so rank 0 holds both the embedding and the
-//                head, and the turn from virtual stage pp − 1 to pp stays inside rank pp − 1.
-enum class ChunkPlacement { interleaved, v_shape };
-ChunkPlacement chunk_placement(ScheduleKind kind);
+// The split of `layers` into `pieces` virtual stages (at least one layer each) that minimises the
+// largest piece cost, a layer costing 1 and the first and last pieces carrying extra work (in
+// layers): partition_layers' balanced split (ForwardFlops' embedding and head) and re-planning's
+// (the measured ones) alike. Exact by water-filling, see partition_layers.
+std::vector<int> balanced_layer_counts(int layers, int pieces, double first_extra, double last_extra);
+
+// A partition from its layer counts (model order), and back (parallel.stage_layers' form).
+std::vector<StageLayers> stages_from_counts(const std::vector<int>& counts);
+std::vector<int> layer_counts(const std::vector<StageLayers>& stages);
+std::string layer_counts_text(const std::vector<StageLayers>& stages);  // "3|1"
+
+// Where each rank's chunks sit in the model: deck/choices.hpp's ChunkPlacement, which the schedule's
+// kind decides (chunk_placement).
 
 // The virtual stage of chunk `chunk` of pipeline rank `rank` (chunks per rank: `chunks`).
 int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk);

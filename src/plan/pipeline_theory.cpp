@@ -15,7 +15,7 @@ double in_flight_microbatches(const ScheduleConfig& schedule, int stage, int sta
     const int warm_up = 2 * (stages - stage - 1) + (v - 1) * stages;
     return static_cast<double>(std::min(warm_up + 1, m * v)) / v;
   }
-  if (schedule.kind == ScheduleKind::zb_v || schedule.kind == ScheduleKind::v_half) {
+  if (chunk_placement(schedule.kind) == ChunkPlacement::v_shape) {  // zb-v, v-half: dualpipev above
     const int cap = v_shape_activation_cap(schedule.kind, stages, schedule.activation_budget);
     return std::min(cap, 2 * m) / 2.0;
   }

@@ -5,19 +5,19 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "plan/partition.hpp"
 #include "schedule/dualpipe_v.hpp"
+#include "schedule/rebalance.hpp"
 #include "schedule/v_shape.hpp"
 
 namespace trident {
 namespace {
 
-std::vector<Schedule> candidates(const Schedule& running, const ActionCosts& measured, double activation_budget) {
+std::vector<Schedule> candidates(const Schedule& running, const ActionCosts& costs, double activation_budget) {
   const int p = running.stages, m = running.microbatches;
   std::vector<Schedule> schedules;
   if (chunk_placement(running.kind) == ChunkPlacement::v_shape) {
     for (const ScheduleKind kind : {ScheduleKind::zb_v, ScheduleKind::v_half})
-      schedules.push_back(make_v_shape(kind, p, m, activation_budget, measured));
+      schedules.push_back(make_v_shape(kind, p, m, activation_budget, costs));
     if (m >= 2 * p) schedules.push_back(make_dualpipe_v(p, m));
   } else if (running.chunks == 1) {
     for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1})
@@ -36,28 +36,50 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-}  // namespace
-
-ReplanDecision replan(const Schedule& running, const ActionCosts& measured, double memory_limit,
-                      double activation_budget, double threshold) {
-  const double limit = memory_limit > 0.0 ? memory_limit : static_cast<double>(running.stages);
-  ReplanDecision decision;
-  decision.best = running;
-  decision.running_time = decision.best_time = simulate(running, measured).step_time;
-  decision.summary = word_of(running.kind) + " (running) " + seconds_text(decision.running_time);
-  for (Schedule& candidate : candidates(running, measured, activation_budget)) {
-    const SimulatedStep step = simulate(candidate, measured);
+// Simulates `schedules` with `costs` on the split `partition` (empty: the running one), listing
+// each in the summary but the running schedule itself, and keeps the fastest that fits.
+void consider(ReplanDecision& decision, std::vector<Schedule> schedules, const ActionCosts& costs, double limit,
+              const Schedule& running, const std::vector<StageLayers>& partition) {
+  for (Schedule& candidate : schedules) {
+    const SimulatedStep step = simulate(candidate, costs);
     const bool fits = activation_peak(step, candidate.chunks) <= limit + 1e-9;
-    if (candidate.kind != running.kind || candidate.actions != running.actions)
+    if (!partition.empty() || candidate.kind != running.kind || candidate.actions != running.actions)
       decision.summary += ", " + word_of(candidate.kind) + " " + seconds_text(step.step_time) +
                           (fits ? "" : " (over the memory limit)");
     if (fits && step.step_time < decision.best_time) {
       decision.best_time = step.step_time;
       decision.best = std::move(candidate);
+      decision.moved_to = partition;
     }
   }
-  decision.switches = decision.best_time < decision.running_time * (1.0 - threshold);
-  if (!decision.switches) decision.best = running;
+}
+
+}  // namespace
+
+ReplanDecision replan(const Schedule& running, const ActionCosts& measured, const ReplanOptions& options) {
+  const double limit = options.memory_limit > 0.0 ? options.memory_limit : static_cast<double>(running.stages);
+  ReplanDecision decision;
+  decision.best = running;
+  decision.running_time = decision.best_time = simulate(running, measured).step_time;
+  decision.summary = word_of(running.kind) + " (running) " + seconds_text(decision.running_time);
+  consider(decision, candidates(running, measured, options.activation_budget), measured, limit, running, {});
+  if (const std::vector<StageLayers>& partition = options.movable_partition; partition.size() >= 2) {
+    const LayerCosts fit = fit_layer_costs(partition, measured);
+    const std::vector<StageLayers> balanced =
+        measured_balanced_partition(fit, partition.back().end_layer(), static_cast<int>(partition.size()));
+    if (balanced != partition) {
+      const ActionCosts predicted = predicted_action_costs(fit, balanced, measured.p2p_latency);
+      std::vector<Schedule> schedules = candidates(running, predicted, options.activation_budget);
+      if (schedules.empty()) schedules.push_back(running);
+      decision.summary += "; layers " + layer_counts_text(partition) + " moved to " + layer_counts_text(balanced);
+      consider(decision, std::move(schedules), predicted, limit, running, balanced);
+    }
+  }
+  decision.switches = decision.best_time < decision.running_time * (1.0 - options.threshold);
+  if (!decision.switches) {
+    decision.best = running;
+    decision.moved_to.clear();
+  }
   return decision;
 }
 

@@ -1,28 +1,39 @@
-// Re-planning from measured costs (schedule.replan): which schedule would run the measured step
-// fastest. The candidates keep the running schedule's chunk placement, so that no weight has to
-// move: one chunk per rank chooses among gpipe, 1f1b and zb-h1; a V among zb-v and v-half, whose
-// list scheduler orders the actions for the measured costs themselves (unequal stages included).
-// Candidates whose simulated activation peak exceeds the memory limit are left out. Pure: every
-// rank given the same costs reaches the same decision.
+// Re-planning from measured costs (schedule.replan): which schedule, on which split of the layers,
+// would run the measured step fastest. The schedule candidates keep the running schedule's chunk
+// placement: one chunk per rank chooses among gpipe, 1f1b and zb-h1; a V among zb-v, v-half and
+// dualpipev, whose list scheduler orders the actions for the given costs (unequal stages
+// included). Each is simulated on the running split with the measured costs and, where layers may
+// move, on the split that balances the measured costs (schedule/rebalance.hpp) with the costs it
+// would have. Candidates whose simulated activation peak exceeds the memory limit are left out.
+// Pure: every rank given the same costs reaches the same decision.
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "plan/partition.hpp"
 #include "schedule/schedule.hpp"
 
 namespace trident {
 
-struct ReplanDecision {
-  Schedule best;              // the fastest candidate that fits (the running schedule when none beats it)
-  double running_time = 0.0;  // simulated step time of the running schedule with the measured costs
-  double best_time = 0.0;     // of `best`
-  bool switches = false;      // best beats the running schedule by more than the threshold
-  std::string summary;        // every candidate's simulated time, for the log
+struct ReplanOptions {
+  double memory_limit = 0.0;       // in micro-batches of a whole stage (0 = p, 1F1B's)
+  double activation_budget = 0.5;  // v-half's
+  double threshold = 0.05;         // the fraction of the running step time a candidate must save
+  // The running split of the layers (one entry per virtual stage) when layers may move; empty when
+  // they stay (one virtual stage, emulated stages whose costs do not follow their layers).
+  std::vector<StageLayers> movable_partition;
 };
 
-// memory_limit: in micro-batches of a whole stage (0 = p, 1F1B's); activation_budget: v-half's;
-// threshold: the fraction of the running step time a candidate must save to be switched to.
-ReplanDecision replan(const Schedule& running, const ActionCosts& measured, double memory_limit,
-                      double activation_budget, double threshold);
+struct ReplanDecision {
+  Schedule best;                      // the fastest candidate that fits (the running schedule when none beats it)
+  std::vector<StageLayers> moved_to;  // best's split of the layers when it moves them; empty when they stay
+  double running_time = 0.0;          // simulated step time of the running schedule with the measured costs
+  double best_time = 0.0;             // of `best`
+  bool switches = false;              // best beats the running schedule by more than the threshold
+  std::string summary;                // every candidate's simulated time, for the log
+};
+
+ReplanDecision replan(const Schedule& running, const ActionCosts& measured, const ReplanOptions& options);
 
 }  // namespace trident

@@ -95,7 +95,8 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"p", std::int64_t{grid.pp}},
       {"m", std::int64_t{deck.schedule.microbatches}},
       {"virtual_stages", std::int64_t{run.schedule.chunks}},
-      {"schedule_kind", word_of(run.schedule.kind)},  // what auto chose
+      {"stage_layers", layer_counts_text(run.partition)},  // re-planning may move them
+      {"schedule_kind", word_of(run.schedule.kind)},       // what auto chose
       {"predicted_bubble", run.predicted_bubble},
       {"emulated", std::int64_t{deck.emulate.enabled ? 1 : 0}},
       {"tp", std::int64_t{grid.tp}},

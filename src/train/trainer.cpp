@@ -18,21 +18,16 @@
 #include "data/token_stream.hpp"
 #include "dp/global_grad_norm.hpp"
 #include "dp/gradient_sync.hpp"
-#include "dp/sharded_adamw.hpp"
 #include "grid/process_grid.hpp"
+#include "io/checkpoint_files.hpp"
 #include "io/run_dir.hpp"
 #include "io/timeline_writer.hpp"
 #include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/matmul_precision.hpp"
-#include "model/gpt.hpp"
-#include "optim/adamw.hpp"
 #include "optim/grad_norm.hpp"  // clip_factor
 #include "optim/learning_rate.hpp"
-#include "pipeline/emulated_stage.hpp"
 #include "pipeline/executor.hpp"
-#include "pipeline/model_stage.hpp"
-#include "pipeline/stage_chunks.hpp"
 #include "plan/model_size.hpp"
 #include "plan/partition.hpp"
 #include "schedule/replan.hpp"
@@ -41,13 +36,13 @@
 #include "train/checkpoint.hpp"
 #include "train/checkpoint_space.hpp"
 #include "train/clock_sync.hpp"
-#include "train/evaluator.hpp"
 #include "train/event_log.hpp"
 #include "train/memory_fit.hpp"
 #include "train/progress.hpp"
 #include "train/replanner.hpp"
 #include "train/resident_memory.hpp"
 #include "train/run_summary.hpp"
+#include "train/stage_work.hpp"
 #include "train/stop_signal.hpp"
 
 namespace trident {
@@ -82,11 +77,6 @@ void check_world_size(const Deck& deck, MPI_Comm world) {
                      " rank(s): the tasks did not join one MPI job (use srun --mpi=pmix or mpirun)");
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Gpt& model, GradientSync& sync) {
-  if (deck.parallel.zero == 1) return std::make_unique<ShardedAdamW>(sync, deck.train);
-  return std::make_unique<AdamW>(model.params(), deck.train);
-}
-
 Schedule checked(Schedule schedule) {
   if (const std::string problem = find_schedule_problem(schedule); !problem.empty())
     throw std::logic_error("the " + word_of(schedule.kind) + " generator made an invalid schedule: " + problem);
@@ -96,17 +86,6 @@ Schedule checked(Schedule schedule) {
 // Device buffers for the token ids of every micro-batch of a step.
 std::vector<IntBuffer> microbatch_buffers(const Deck& deck, const char* name) {
   return token_buffers(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, name);
-}
-
-// What the model computes on: the real model, or the emulated actions of the deck's [emulate]
-// section. With the model, backward reports each gradient range as final through
-// `grads_ready` (data parallelism's hook), which starts reducing it while backward goes on.
-std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Gpt& model, const std::vector<IntBuffer>& inputs,
-                                                 const std::vector<IntBuffer>& targets,
-                                                 const Gpt::GradsReadyFn& grads_ready) {
-  if (deck.emulate.enabled) return std::make_unique<EmulatedStage>(deck.emulate);
-  const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
-  return std::make_unique<ModelStage>(model, inputs, targets, loss_scale, grads_ready);
 }
 
 // What one step leaves for its record: the global loss, the gradient norm before clipping, the
@@ -154,23 +133,15 @@ struct Trainer::State {
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
-        model(d.model, d.schedule.micro_batch_size, d.train.seed, *grid.tp_group,
-              stage_chunks(schedule, partition, grid.pp_rank()), d.schedule.recompute, d.train.precision,
-              d.parallel.sequence_parallel),
-        sync(model.params(), *grid.dp_group, static_cast<std::size_t>(d.parallel.bucket_mb * (1 << 20)),
-             d.parallel.zero == 1),
-        optimizer(make_optimizer(d, model, sync)),
         inputs(microbatch_buffers(d, "inputs")),
         targets(microbatch_buffers(d, "targets")),
         host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
         host_targets(Kokkos::create_mirror(targets[0])),
         clock(w),
         executor(std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options())),
-        compute(make_stage_compute(d, model, inputs, targets, sync.hook())),
-        evaluator(d.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, pipeline_options())
-                                 : nullptr),  // deck: the copy this State keeps
+        work(std::make_unique<StageWork>(deck, schedule, grid, partition, inputs, targets,
+                                         pipeline_options())),  // deck: the copy this State keeps
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
-        wte(model.tied_embedding()),
         predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {}
 
   // A timestamp waits for the device work queued before it (a no-op on the CPU build), so that a GPU
@@ -243,7 +214,8 @@ struct Trainer::State {
   StepMaxima reduce_step_maxima(double tp_comm_seconds);
   bool checkpoint_or_stop(int step);
   void replan_after(int step);
-  void save_checkpoint_at(int step, bool last_chance);
+  bool move_layers(int step, const Schedule& next, const std::vector<StageLayers>& moved_to);
+  bool save_checkpoint_at(int step, bool last_chance);
 
   Deck deck;
   MPI_Comm world;
@@ -251,22 +223,18 @@ struct Trainer::State {
   ProcessGrid grid;
   std::ostream& log;
   BatchWindows windows;
-  std::vector<StageLayers> partition;  // layers of every virtual stage
-  Gpt model;
-  GradientSync sync;
-  std::unique_ptr<Optimizer> optimizer;
+  std::vector<StageLayers> partition;      // layers of every virtual stage
   std::vector<IntBuffer> inputs, targets;  // per micro-batch
   HostIntBuffer host_inputs, host_targets;
-  RunClock clock;  // one time axis for every rank's events
+  RunClock clock;                              // one time axis for every rank's events
   std::unique_ptr<PipelineExecutor> executor;  // rebuilt when re-planning switches the schedule
-  std::unique_ptr<StageCompute> compute;
-  std::unique_ptr<Evaluator> evaluator;  // null without [eval]
+  std::unique_ptr<StageWork> work;             // rebuilt when re-planning moves layers
   double flops_per_step;
-  const ParamTensor* wte;   // this rank's copy of the tied embedding, if any
   double predicted_bubble;  // the simulator's, for the deck's costs
   std::string replans;      // world rank 0: one line per re-planning, as the timeline records them
   double gemm_peak_gflops = 0.0;
   int start_step = 0;                        // the checkpoint's step when resuming
+  int saved_step = -1;                       // of the last checkpoint this run wrote
   EventLog events;                           // this rank's events of the step in progress
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
@@ -313,7 +281,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
                  describe_rank_layout(s.grid),
                  std::to_string(s.windows.windows()) + (s.windows.shuffled() ? " shuffled" : "") +
                      " windows of data (" + s.windows.stream().describe() + ")",
-                 s.evaluator ? s.evaluator->describe() : "",
+                 s.work->evaluator ? s.work->evaluator->describe() : "",
                  mpi_summary,
                  s.flops_per_step};
   if (s.is_root()) print_banner_head(log, run);
@@ -326,7 +294,8 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
   {
     const BlockedIn watched("read of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
                             "checkpoint.timeout_s");
-    s.start_step = resume_from_checkpoint(deck, s.grid, s.model.params(), *s.optimizer, s.data_position(), log);
+    s.start_step =
+        resume_from_checkpoint(deck, s.grid, s.work->model.params(), *s.work->optimizer, s.data_position(), log);
   }
   install_stop_signal_handlers();
   s.open_timeline(run);
@@ -365,20 +334,20 @@ StepTotals Trainer::State::train_step(int step) {
   StepTotals totals;
   totals.start = std::chrono::steady_clock::now();
   grid.tp_group->take_blocked_seconds();  // not the checkpoint's gathers between steps
-  model.zero_grads();
+  work->model.zero_grads();
   load_microbatches(step);
-  PipelineStepResult pipeline = executor->run_step(*compute);
+  PipelineStepResult pipeline = executor->run_step(*work->compute);
   events.events() = std::move(pipeline.events);
   reduce_gradients();
   // The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas
   // hold their share.
   const double loss_sum = grid.pp_group->all_reduce_sum(grid.dp_group->all_reduce_sum(pipeline.loss_sum));
   totals.loss = loss_sum / static_cast<double>(deck.tokens_per_step());
-  totals.grad_norm = global_grad_norm(sync, grid);
+  totals.grad_norm = global_grad_norm(work->sync, grid);
   totals.lr = learning_rate(step, deck.train);
   const double optimizer_start = now();
-  optimizer->step(model.params(), step, totals.lr,
-                  static_cast<float>(clip_factor(totals.grad_norm, deck.train.grad_clip)));
+  work->optimizer->step(work->model.params(), step, totals.lr,
+                        static_cast<float>(clip_factor(totals.grad_norm, deck.train.grad_clip)));
   Kokkos::fence();
   events.record({EventKind::optimizer, -1, -1, optimizer_start, now(), 0});
   return totals;
@@ -386,9 +355,9 @@ StepTotals Trainer::State::train_step(int step) {
 
 // The validation loss, when [eval] asks for it after this step.
 void Trainer::State::evaluate_after(int step, StepTotals& totals) {
-  if (!evaluator || !evaluator->due(step)) return;
+  if (!work->evaluator || !work->evaluator->due(step)) return;
   const auto start = std::chrono::steady_clock::now();
-  totals.val_loss = evaluator->evaluate();
+  totals.val_loss = work->evaluator->evaluate();
   totals.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -403,9 +372,10 @@ void Trainer::State::load_microbatches(int step) {
 // The tied wte's two copies (first and last stage) each hold part of its gradient: they are
 // summed, then data parallelism reduces it with the rest and finishes its buckets.
 void Trainer::State::reduce_gradients() {
-  if (wte) {
+  GradientSync& sync = work->sync;
+  if (const ParamTensor* wte = work->wte) {
     const double t0 = now();
-    grid.embedding_group->all_reduce_sum(wte->in(model.params().grads), wte->size);
+    grid.embedding_group->all_reduce_sum(wte->in(work->model.params().grads), wte->size);
     if (grid.embedding_group->size() > 1)
       events.record(
           {EventKind::allreduce_embedding, -1, -1, t0, now(), static_cast<std::int64_t>(wte->size * sizeof(float))});
@@ -468,9 +438,9 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
 // step; rank 0 alone may be the slow one that never waits; Megatron's timers report the maximum).
 Trainer::State::StepMaxima Trainer::State::reduce_step_maxima(double tp_comm_seconds) {
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(deck.parallel.pp) + 1, 0);
-  peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(model.peak_activation_bytes());
+  peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(work->model.peak_activation_bytes());
   peaks.back() = peak_resident_bytes();
-  double blocked_seconds[2] = {sync.last_exposed_seconds(), tp_comm_seconds};
+  double blocked_seconds[2] = {work->sync.last_exposed_seconds(), tp_comm_seconds};
   {
     const BlockedIn watched("reduce of the step's figures", world_group(world));
     MPI_Reduce(is_root() ? MPI_IN_PLACE : peaks.data(), peaks.data(), deck.parallel.pp + 1, MPI_INT64_T, MPI_MAX, 0,
@@ -491,7 +461,7 @@ bool Trainer::State::checkpoint_or_stop(int step) {
     MPI_Allreduce(MPI_IN_PLACE, &stop_signal, 1, MPI_INT, MPI_MAX, world);
   }
   const bool due = step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0);
-  if (due || stop_signal) {
+  if ((due || stop_signal) && saved_step != step) {
     if (is_root()) timeline->flush();
     save_checkpoint_at(step, step == deck.train.steps || stop_signal != 0);
   }
@@ -505,12 +475,15 @@ bool Trainer::State::checkpoint_or_stop(int step) {
 
 // A checkpoint that could not be written (every rank threw the same error; the partial file is
 // gone, `latest` and the older checkpoints untouched) ends the run under on_failure = "abort", and
-// always when it is the last chance to save the training (the final step, a stop signal).
-void Trainer::State::save_checkpoint_at(int step, bool last_chance) {
+// always when it is the last chance to save the training (the final step, a stop signal). Returns
+// whether it was written.
+bool Trainer::State::save_checkpoint_at(int step, bool last_chance) {
   try {
     const BlockedIn watched("write of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
                             "checkpoint.timeout_s");
-    save_checkpoint(deck, grid, model.params(), *optimizer, step, data_position(), log);
+    save_checkpoint(deck, grid, work->model.params(), *work->optimizer, step, data_position(), log);
+    saved_step = step;
+    return true;
   } catch (const CheckpointWriteError& error) {
     const std::string what = "checkpoint of step " + std::to_string(step) + " not written: " + error.what();
     if (last_chance || deck.checkpoint.on_failure == CheckpointFailure::abort)
@@ -521,29 +494,55 @@ void Trainer::State::save_checkpoint_at(int step, bool last_chance) {
       log << "  warning: " << what << "; training goes on (checkpoint.on_failure = \"continue\") and tries again at "
           << "the next checkpoint\n"
           << std::flush;
+    return false;
   }
 }
 
 // schedule.replan: every rank measures the same costs, so all reach the same decision; a switch
-// takes effect from the next step, the executor rebuilt for the new lists (the chunks stay put).
+// takes effect from the next step, the executor rebuilt for the new lists (the chunks keep their
+// placement) and, where the decision moves layers, the stage work rebuilt around them. Emulated
+// stages cost what the deck says whatever their layers, so their layers stay.
 void Trainer::State::replan_after(int step) {
   constexpr double kSavingToSwitch = 0.05;  // of the running schedule's simulated step time
   const ActionCosts measured = measured_action_costs(world, schedule, grid.pp_rank(), events.events());
-  const ReplanDecision decision =
-      replan(schedule, measured, deck.schedule.auto_memory_limit, deck.schedule.activation_budget, kSavingToSwitch);
+  ReplanOptions options{deck.schedule.auto_memory_limit, deck.schedule.activation_budget, kSavingToSwitch, {}};
+  if (!deck.emulate.enabled) options.movable_partition = partition;
+  const ReplanDecision decision = replan(schedule, measured, options);
   const std::string line = "after step " + std::to_string(step) +
                            ", simulated with the measured costs: " + decision.summary +
-                           (decision.switches ? "; switching to " : "; keeping ") + word_of(decision.best.kind);
+                           (decision.switches ? "; switching to " : "; keeping ") + word_of(decision.best.kind) +
+                           (decision.moved_to.empty() ? "" : " on the moved layers");
   if (is_root()) {
     log << "  replan " << line << "\n" << std::flush;
     replans += (replans.empty() ? "" : "\n") + line;
     timeline->set_attribute("replans", replans);
   }
   if (!decision.switches) return;
+  if (!decision.moved_to.empty() && !move_layers(step, decision.best, decision.moved_to)) return;
   schedule = decision.best;
   executor = std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options());
   predicted_bubble = simulate(schedule, deck_action_costs(deck, schedule.chunks)).bubble;
   if (is_root()) timeline->set_attribute("schedule_kind", word_of(schedule.kind));
+}
+
+// Moves layers between the stages through a checkpoint of this step: every rank writes the
+// weights and moments of its layers, builds the stage work of its new ones, and reads them back
+// (any split reads any split's checkpoint). Returns false, the layers staying, when the checkpoint
+// could not be written under checkpoint.on_failure = "continue".
+bool Trainer::State::move_layers(int step, const Schedule& next, const std::vector<StageLayers>& moved_to) {
+  if (saved_step != step && !save_checkpoint_at(step, false)) return false;
+  deck.parallel.stage_layers = layer_counts(moved_to);
+  partition = moved_to;
+  work.reset();  // the old layers' memory is free before the new ones take theirs
+  work = std::make_unique<StageWork>(deck, next, grid, partition, inputs, targets, pipeline_options());
+  Deck reload = deck;
+  reload.checkpoint.resume = CheckpointConfig::Resume::file;
+  reload.checkpoint.resume_file = (std::filesystem::path(checkpoint_dir(deck)) / checkpoint_file_name(step)).string();
+  const BlockedIn watched("read of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
+                          "checkpoint.timeout_s");
+  resume_from_checkpoint(reload, grid, work->model.params(), *work->optimizer, data_position(), log);
+  if (is_root()) timeline->set_attribute("stage_layers", layer_counts_text(partition));
+  return true;
 }
 
 }  // namespace trident

@@ -5,14 +5,35 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "schedule/rebalance.hpp"
 #include "schedule/schedule.hpp"
 #include "schedule/v_shape.hpp"
 
 namespace trident {
 namespace {
+
+ReplanOptions threshold(double fraction) {
+  ReplanOptions options;
+  options.threshold = fraction;
+  return options;
+}
+
+ReplanOptions memory_limit(double limit) {
+  ReplanOptions options;
+  options.memory_limit = limit;
+  return options;
+}
+
+ReplanOptions movable(std::vector<StageLayers> partition) {
+  ReplanOptions options;
+  options.movable_partition = std::move(partition);
+  return options;
+}
 
 // Every virtual stage F = 1, I = W = 1 (B = 2), the last one `heavy` times that (the head and loss).
 ActionCosts with_heavy_last(int virtual_stages, double heavy) {
@@ -24,7 +45,7 @@ ActionCosts with_heavy_last(int virtual_stages, double heavy) {
 
 TEST(Replan, OneFOneBSwitchesToZbH1WhenItSavesEnough) {
   const Schedule running = make_schedule(ScheduleKind::one_f_one_b, 4, 8, 1);
-  const ReplanDecision decision = replan(running, ActionCosts::uniform(4, 1), 0.0, 0.5, 0.05);
+  const ReplanDecision decision = replan(running, ActionCosts::uniform(4, 1), {});
   EXPECT_TRUE(decision.switches) << decision.summary;
   EXPECT_EQ(decision.best.kind, ScheduleKind::zb_h1);
   EXPECT_LT(decision.best_time, 0.95 * decision.running_time);
@@ -35,12 +56,12 @@ TEST(Replan, OneFOneBSwitchesToZbH1WhenItSavesEnough) {
 
 TEST(Replan, KeepsTheRunningScheduleBelowTheThresholdOrOverTheMemoryLimit) {
   const Schedule running = make_schedule(ScheduleKind::one_f_one_b, 4, 8, 1);
-  const ReplanDecision small_saving = replan(running, ActionCosts::uniform(4, 1), 0.0, 0.5, 0.9);
+  const ReplanDecision small_saving = replan(running, ActionCosts::uniform(4, 1), threshold(0.9));
   EXPECT_FALSE(small_saving.switches);
   EXPECT_EQ(small_saving.best.kind, ScheduleKind::one_f_one_b);
   // zb-h1 holds p micro-batches on every rank, gpipe m: a limit of 3 leaves only 1F1B... whose
   // rank 0 holds 4 too; nothing that fits beats the running schedule, which stays.
-  const ReplanDecision tight = replan(running, ActionCosts::uniform(4, 1), 3.0, 0.5, 0.05);
+  const ReplanDecision tight = replan(running, ActionCosts::uniform(4, 1), memory_limit(3.0));
   EXPECT_FALSE(tight.switches);
   EXPECT_NE(tight.summary.find("over the memory limit"), std::string::npos) << tight.summary;
 }
@@ -52,7 +73,7 @@ TEST(Replan, TheVIsReorderedForAHeavyLastStage) {
   const Schedule measured_order = make_v_shape(ScheduleKind::zb_v, p, m, 1.0, measured);
   ASSERT_EQ(find_schedule_problem(measured_order), "");
   EXPECT_LT(simulate(measured_order, measured).step_time, simulate(equal_order, measured).step_time);
-  const ReplanDecision decision = replan(equal_order, measured, 0.0, 0.5, 0.0);
+  const ReplanDecision decision = replan(equal_order, measured, threshold(0.0));
   EXPECT_EQ(decision.best.chunks, 2);
   EXPECT_LE(decision.best_time, simulate(measured_order, measured).step_time);
   for (int rank = 0; rank < p; ++rank)
@@ -61,9 +82,72 @@ TEST(Replan, TheVIsReorderedForAHeavyLastStage) {
 
 TEST(Replan, InterleavedHasNothingToChooseFrom) {
   const Schedule running = make_schedule(ScheduleKind::interleaved_1f1b, 2, 4, 2);
-  const ReplanDecision decision = replan(running, ActionCosts::uniform(4, 2), 0.0, 0.5, 0.0);
+  const ReplanDecision decision = replan(running, ActionCosts::uniform(4, 2), threshold(0.0));
   EXPECT_FALSE(decision.switches);
   EXPECT_EQ(decision.best.kind, ScheduleKind::interleaved_1f1b);
+}
+
+// Two stages of 1 and 3 layers; a layer's F = 1, B = 2 (I = W = 1), the head twice a layer:
+// stage 0 measures F = 1, stage 1 F = 3 + 2 = 5.
+ActionCosts one_and_three_layers() {
+  ActionCosts costs;
+  costs.per_virtual_stage = {{1.0, 2.0, 1.0, 1.0}, {5.0, 10.0, 5.0, 5.0}};
+  return costs;
+}
+
+TEST(Rebalance, TheFitReadsALayerFromTheBodyAndTheHeadFromWhatTheLastStageLeaves) {
+  const LayerCosts fit = fit_layer_costs({{0, 1}, {1, 3}}, one_and_three_layers());
+  EXPECT_DOUBLE_EQ(fit.fixed.forward, 0.0) << "one stage before the last cannot tell a fixed cost from a layer's";
+  EXPECT_DOUBLE_EQ(fit.layer.forward, 1.0);
+  EXPECT_DOUBLE_EQ(fit.layer.backward, 2.0);
+  EXPECT_DOUBLE_EQ(fit.head.forward, 2.0);
+  EXPECT_DOUBLE_EQ(fit.head.weight_grad, 2.0);
+  // A last stage measured faster than its layers (noise) has no head, not a negative one.
+  ActionCosts noisy = one_and_three_layers();
+  noisy.per_virtual_stage.back().forward = 2.5;
+  EXPECT_DOUBLE_EQ(fit_layer_costs({{0, 1}, {1, 3}}, noisy).head.forward, 0.0);
+  EXPECT_THROW(fit_layer_costs({{0, 4}}, ActionCosts::uniform(1, 1)), std::invalid_argument);
+}
+
+TEST(Rebalance, StagesOfDifferentLayerCountsSeparateAFixedCostPerActionFromTheLayers) {
+  // A fixed F of 0.5 per action, 1 per layer, the head 2: stages of 1, 2, 3 layers, then 2 + head.
+  ActionCosts measured;
+  for (const double forward : {1.5, 2.5, 3.5, 4.5}) measured.per_virtual_stage.push_back({forward, 0, 0, 0});
+  const std::vector<StageLayers> partition{{0, 1}, {1, 2}, {3, 3}, {6, 2}};
+  const LayerCosts fit = fit_layer_costs(partition, measured);
+  EXPECT_NEAR(fit.fixed.forward, 0.5, 1e-12);
+  EXPECT_NEAR(fit.layer.forward, 1.0, 1e-12);
+  EXPECT_NEAR(fit.head.forward, 2.0, 1e-12);
+  EXPECT_NEAR(predicted_action_costs(fit, {{0, 4}, {4, 4}}, 0.0).per_virtual_stage[1].forward, 6.5, 1e-12);
+}
+
+TEST(Rebalance, TheBalancedSplitGivesTheHeadsStageFewerLayersAndPredictsItsCosts) {
+  const LayerCosts fit = fit_layer_costs({{0, 1}, {1, 3}}, one_and_three_layers());
+  // The head weighs two layers: 3 | 1 + head costs 3 and 3.
+  const std::vector<StageLayers> balanced = measured_balanced_partition(fit, 4, 2);
+  EXPECT_EQ(balanced, (std::vector<StageLayers>{{0, 3}, {3, 1}}));
+  const ActionCosts predicted = predicted_action_costs(fit, balanced, 0.25);
+  EXPECT_DOUBLE_EQ(predicted.per_virtual_stage[0].forward, 3.0);
+  EXPECT_DOUBLE_EQ(predicted.per_virtual_stage[1].forward, 3.0);
+  EXPECT_DOUBLE_EQ(predicted.per_virtual_stage[1].backward, 6.0);
+  EXPECT_DOUBLE_EQ(predicted.p2p_latency, 0.25);
+}
+
+TEST(Replan, MovesLayersWhenTheBalancedSplitRunsFaster) {
+  const Schedule running = make_schedule(ScheduleKind::one_f_one_b, 2, 4, 1);
+  const ActionCosts measured = one_and_three_layers();
+  const ReplanDecision stay = replan(running, measured, {});
+  EXPECT_TRUE(stay.moved_to.empty()) << "layers move only when the caller says they may";
+  const ReplanDecision decision = replan(running, measured, movable({{0, 1}, {1, 3}}));
+  EXPECT_TRUE(decision.switches) << decision.summary;
+  EXPECT_EQ(decision.moved_to, (std::vector<StageLayers>{{0, 3}, {3, 1}})) << decision.summary;
+  // 1F1B with stages of 3 and 3 (F) instead of 1 and 5: the bottleneck stage goes from 15 per
+  // micro-batch to 9.
+  EXPECT_LT(decision.best_time, 0.75 * decision.running_time) << decision.summary;
+  EXPECT_NE(decision.summary.find("layers 1|3 moved to 3|1"), std::string::npos) << decision.summary;
+  // A split that is already balanced stays.
+  const ReplanDecision balanced = replan(running, ActionCosts::uniform(2, 1), movable({{0, 2}, {2, 2}}));
+  EXPECT_TRUE(balanced.moved_to.empty()) << balanced.summary;
 }
 
 }  // namespace

@@ -1,0 +1,150 @@
+#include "predict/report.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "plan/units.hpp"
+
+namespace trident {
+namespace {
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  if (seconds == 0.0) return "0 s";
+  if (seconds >= 1.0)
+    std::snprintf(text, sizeof text, "%.3g s", seconds);
+  else if (seconds >= 1e-3)
+    std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  else
+    std::snprintf(text, sizeof text, "%.3g us", seconds * 1e6);
+  return text;
+}
+
+std::string share_text(double part, double whole) { return seconds_text(part) + " (" + percent(part / whole) + ")"; }
+
+std::string actions_text(const ActionCosts::Stage& stage) {
+  return "F " + seconds_text(stage.forward) + ", B " + seconds_text(stage.backward) + " (I " +
+         seconds_text(stage.input_grad) + ", W " + seconds_text(stage.weight_grad) + ")";
+}
+
+}  // namespace
+
+void print_prediction(std::ostream& out, const Deck& deck, const Machine& machine, const StepPrediction& p) {
+  const int devices = deck.parallel.world_size();
+  const double peak = machine.peak_flops(deck.train.precision);
+  out << "\nPredicted step on " << machine.name << " (" << machine.path << "): " << devices
+      << (devices == 1 ? " device, " : " devices, ") << machine.devices_per_node << " per node, "
+      << human_bytes(machine.device_memory_bytes) << " each, " << human_flops(peak)
+      << "/s peak at train.precision = " << word_of(deck.train.precision) << "\n";
+  out << "  step      " << seconds_text(p.step_time_s) << ": pipeline " << share_text(p.pipeline_s, p.step_time_s)
+      << " with a " << percent(p.bubble) << " bubble, embedding sync " << share_text(p.embedding_sync_s, p.step_time_s)
+      << ", exposed DP reduction " << share_text(p.dp_exposed_s, p.step_time_s) << ", optimizer "
+      << share_text(p.optimizer_s, p.step_time_s) << "\n";
+  out << "            TP collectives inside the busiest rank's actions: " << share_text(p.tp_comm_s, p.step_time_s)
+      << "\n";
+  out << "  speed     " << human_count(p.tokens_per_s) << " tokens/s, " << human_flops(p.flops_per_device)
+      << "/s per device (model FLOPs " << human_flops(p.flops_per_step) << " per step), MFU " << percent(p.mfu) << "\n";
+  out << "  actions   one micro-batch, first virtual stage: " << actions_text(p.costs.per_virtual_stage.front());
+  if (p.costs.per_virtual_stage.size() > 1)
+    out << "; last: " << actions_text(p.costs.per_virtual_stage.back()) << "; a message "
+        << seconds_text(p.costs.p2p_latency);
+  out << "\n  memory    per pipeline rank:";
+  for (const std::int64_t bytes : p.memory_per_rank_bytes) out << " " << human_bytes(static_cast<double>(bytes));
+  const auto largest = *std::max_element(p.memory_per_rank_bytes.begin(), p.memory_per_rank_bytes.end());
+  out << " (" << (p.fits ? "fits in " : "does NOT fit in ") << human_bytes(machine.device_memory_bytes)
+      << (p.fits ? "" : ": largest " + human_bytes(static_cast<double>(largest))) << ")\n";
+}
+
+namespace {
+
+toml::table prediction_table(const Deck& deck, const Machine& machine, const StepPrediction& p) {
+  toml::array memory;
+  for (const std::int64_t bytes : p.memory_per_rank_bytes) memory.push_back(bytes);
+  return toml::table{
+      {"machine", machine.name},
+      {"machine_file", machine.path},
+      {"deck", deck.path},
+      {"devices", deck.parallel.world_size()},
+      {"tp", deck.parallel.tp},
+      {"pp", deck.parallel.pp},
+      {"dp", deck.parallel.dp},
+      {"schedule", word_of(p.schedule.kind)},
+      {"virtual_stages", p.schedule.chunks},
+      {"microbatches", deck.schedule.microbatches},
+      {"micro_batch_size", deck.schedule.micro_batch_size},
+      {"recompute", word_of(deck.schedule.recompute)},
+      {"step_time_s", p.step_time_s},
+      {"tokens_per_s", p.tokens_per_s},
+      {"tflops_per_device", p.flops_per_device / 1e12},
+      {"mfu", p.mfu},
+      {"bubble", p.bubble},
+      {"pipeline_s", p.pipeline_s},
+      {"tp_comm_s", p.tp_comm_s},
+      {"embedding_sync_s", p.embedding_sync_s},
+      {"dp_exposed_s", p.dp_exposed_s},
+      {"optimizer_s", p.optimizer_s},
+      {"memory_per_rank_bytes", memory},
+      {"device_memory_bytes", static_cast<std::int64_t>(machine.device_memory_bytes)},
+      {"fits", p.fits},
+  };
+}
+
+std::string grid_text(const Deck& deck, const StepPrediction& p) {
+  return "tp " + std::to_string(deck.parallel.tp) + " x pp " + std::to_string(deck.parallel.pp) + " x dp " +
+         std::to_string(deck.parallel.dp) + ", " + std::to_string(deck.schedule.microbatches) + " x " +
+         std::to_string(deck.schedule.micro_batch_size) + " sequences, " + word_of(p.schedule.kind) +
+         (p.schedule.chunks > 1 ? " v " + std::to_string(p.schedule.chunks) : "") + ", recompute " +
+         word_of(deck.schedule.recompute);
+}
+
+}  // namespace
+
+void print_prediction_json(std::ostream& out, const Deck& deck, const Machine& machine, const StepPrediction& p) {
+  out << toml::json_formatter{prediction_table(deck, machine, p)} << "\n";
+}
+
+void print_search(std::ostream& out, const Machine& machine, int devices, const GridSearch& search) {
+  out << "\nFastest grids on " << devices << " devices of " << machine.name << " (" << machine.path
+      << "): " << search.predicted << " predicted, " << search.over_memory << " over the device's "
+      << human_bytes(machine.device_memory_bytes) << "\n";
+  if (search.fastest.empty()) {
+    out << "  none fits: more devices, full recomputation or ZeRO-1 (parallel.zero = 1) may help\n";
+    return;
+  }
+  out << "  rank  step        tokens/s   FLOP/s/dev  MFU     bubble  memory     grid\n";
+  char line[160];
+  for (std::size_t i = 0; i < search.fastest.size(); ++i) {
+    const GridCandidate& c = search.fastest[i];
+    const StepPrediction& p = c.prediction;
+    const double memory =
+        static_cast<double>(*std::max_element(p.memory_per_rank_bytes.begin(), p.memory_per_rank_bytes.end()));
+    std::snprintf(line, sizeof line, "  %4zu  %-10s  %-9s  %-11s  %-6s  %-6s  %-9s  ", i + 1,
+                  seconds_text(p.step_time_s).c_str(), human_count(p.tokens_per_s).c_str(),
+                  human_flops(p.flops_per_device).c_str(), percent(p.mfu).c_str(), percent(p.bubble).c_str(),
+                  human_bytes(memory).c_str());
+    out << line << grid_text(c.deck, p) << "\n";
+  }
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, search.fastest.size()); ++i) {
+    const StepPrediction& p = search.fastest[i].prediction;
+    out << "  #" << i + 1 << ": computing " << share_text(p.pipeline_s - p.bubble * p.pipeline_s, p.step_time_s)
+        << " (TP collectives " << seconds_text(p.tp_comm_s) << " of it), bubble "
+        << share_text(p.bubble * p.pipeline_s, p.step_time_s) << "; after the pipeline: DP "
+        << seconds_text(p.dp_exposed_s) << ", optimizer " << seconds_text(p.optimizer_s) << ", embedding sync "
+        << seconds_text(p.embedding_sync_s) << "\n";
+  }
+}
+
+void print_search_json(std::ostream& out, const Machine& machine, int devices, const GridSearch& search) {
+  toml::array candidates;
+  for (const GridCandidate& c : search.fastest) candidates.push_back(prediction_table(c.deck, machine, c.prediction));
+  const toml::table object{{"devices", devices},
+                           {"predicted", search.predicted},
+                           {"over_memory", search.over_memory},
+                           {"candidates", candidates}};
+  out << toml::json_formatter{object} << "\n";
+}
+
+}  // namespace trident

@@ -1,0 +1,89 @@
+#include "predict/search.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trident {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> result;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) result.push_back(d);
+  return result;
+}
+
+struct ScheduleChoice {
+  ScheduleKind kind;
+  int chunks;
+};
+
+std::vector<ScheduleChoice> schedule_choices(int pp, int layers, int microbatches) {
+  if (pp == 1) return {{ScheduleKind::one_f_one_b, 1}};
+  std::vector<ScheduleChoice> choices{{ScheduleKind::one_f_one_b, 1}, {ScheduleKind::zb_h1, 1}};
+  if (layers >= 2 * pp) {
+    if (microbatches % pp == 0) choices.push_back({ScheduleKind::interleaved_1f1b, 2});
+    choices.push_back({ScheduleKind::zb_v, 2});
+    if (microbatches >= 2 * pp) choices.push_back({ScheduleKind::dualpipe_v, 2});
+  }
+  return choices;
+}
+
+Deck candidate_deck(const Deck& deck, int tp, int pp, int dp, int micro_batch_size, int microbatches,
+                    ScheduleChoice schedule, Recompute recompute) {
+  Deck candidate = deck;
+  candidate.parallel.tp = tp;
+  candidate.parallel.pp = pp;
+  candidate.parallel.dp = dp;
+  candidate.parallel.stage_layers.clear();  // the deck's split was for its own pipeline
+  candidate.schedule.micro_batch_size = micro_batch_size;
+  candidate.schedule.microbatches = microbatches;
+  candidate.schedule.kind = schedule.kind;
+  candidate.schedule.virtual_stages = schedule.chunks;
+  candidate.schedule.recompute = recompute;
+  return candidate;
+}
+
+}  // namespace
+
+GridSearch search_grids(const Deck& deck, const Machine& machine, int devices, int limit) {
+  machine.peak_flops(deck.train.precision);  // a missing peak is the file's problem, not a candidate's
+  const int sequences = deck.global_batch_sequences();
+  // Selective recomputation drops the explicit kernel's probabilities; the tiled kernel keeps none.
+  std::vector<Recompute> recomputes{Recompute::none, Recompute::full};
+  if (deck.model.attention == AttentionKernel::explicit_probabilities) recomputes.push_back(Recompute::selective);
+  GridSearch search;
+  for (const int tp : divisors(devices)) {
+    if (tp > machine.devices_per_node || deck.model.heads % tp != 0 || deck.model.key_value_heads() % tp != 0) continue;
+    for (const int pp : divisors(devices / tp)) {
+      const int dp = devices / (tp * pp);
+      if (pp > deck.model.layers || sequences % dp != 0) continue;
+      for (const int micro_batch_size : {1, 2, 4, 8}) {
+        if ((sequences / dp) % micro_batch_size != 0) continue;
+        const int microbatches = sequences / dp / micro_batch_size;
+        for (const ScheduleChoice schedule : schedule_choices(pp, deck.model.layers, microbatches)) {
+          for (const Recompute recompute : recomputes) {
+            GridCandidate candidate{
+                candidate_deck(deck, tp, pp, dp, micro_batch_size, microbatches, schedule, recompute), {}};
+            try {
+              candidate.prediction = predict_step(candidate.deck, machine);
+            } catch (const std::exception&) {
+              continue;  // a combination the generators refuse
+            }
+            ++search.predicted;
+            if (!candidate.prediction.fits) {
+              ++search.over_memory;
+              continue;
+            }
+            search.fastest.push_back(std::move(candidate));
+          }
+        }
+      }
+    }
+  }
+  std::ranges::stable_sort(search.fastest, {}, [](const GridCandidate& c) { return c.prediction.step_time_s; });
+  if (static_cast<int>(search.fastest.size()) > limit) search.fastest.resize(limit);
+  return search;
+}
+
+}  // namespace trident

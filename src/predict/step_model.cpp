@@ -1,0 +1,246 @@
+#include "predict/step_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/layout.hpp"
+#include "plan/memory.hpp"
+#include "plan/model_size.hpp"
+#include "plan/partition.hpp"
+#include "schedule/schedule_report.hpp"
+
+namespace trident {
+namespace {
+
+// Time of one pass (an F, I or W of one micro-batch) split by what bounds it.
+struct PassTime {
+  double gemm = 0.0, elementwise = 0.0, comm = 0.0;
+  double total() const { return gemm + elementwise + comm; }
+  PassTime& operator+=(const PassTime& other) {
+    gemm += other.gemm;
+    elementwise += other.elementwise;
+    comm += other.comm;
+    return *this;
+  }
+};
+
+struct PieceTime {  // a layer, the embedding or the head
+  PassTime forward, input_grad, weight_grad;
+};
+
+// What the costs of one micro-batch depend on: the deck, the machine, and the links its groups use.
+struct CostContext {
+  const Deck& deck;
+  const Machine& machine;
+  double peak = 0.0;
+  double element_bytes = 4.0;
+  Link tp_link, pp_link, dp_link, embedding_link;
+
+  int tp() const { return deck.parallel.tp; }
+  double rows() const { return static_cast<double>(deck.schedule.micro_batch_size) * deck.model.seq_len; }
+  // The residual stream's rows on one TP rank: all of them, or 1/tp under sequence parallelism.
+  double stream_rows() const { return deck.parallel.sequence_parallel ? rows() / tp() : rows(); }
+  double gemm(double m, double n, double k, double count = 1.0) const {
+    return count * machine.gemm_seconds(2.0 * m * n * k, peak);
+  }
+  double traffic(double elements, double passes, double bytes) const {
+    return elements * passes * bytes / machine.memory_bandwidth;
+  }
+  // A ring all-reduce of `bytes` over the TP group (or the all-gather + reduce-scatter pair that
+  // sequence parallelism moves instead: the same bytes on the wire).
+  double tp_all_reduce(double bytes) const { return ring_all_reduce(bytes, tp(), tp_link); }
+  static double ring_all_reduce(double bytes, int ranks, const Link& link) {
+    if (ranks <= 1) return 0.0;
+    return 2.0 * (ranks - 1) / ranks * bytes / link.bandwidth + 2.0 * (ranks - 1) * link.latency;
+  }
+};
+
+PassTime attention_core_forward(const CostContext& c) {
+  const ModelConfig& model = c.deck.model;
+  const double heads = static_cast<double>(model.heads) / c.tp();
+  const double t = model.seq_len, hd = model.head_dim();
+  const bool tiled = model.attention == AttentionKernel::tiled;
+  const double causal = tiled ? 0.5 : 1.0;  // the tiled kernel skips the masked tiles
+  const double products = c.deck.schedule.micro_batch_size * heads;
+  PassTime time;
+  time.gemm = c.gemm(t * causal, t, hd, 2.0 * products);  // scores and values, per sequence and head
+  if (!tiled) time.elementwise = c.traffic(products * t * t, 2.0, c.element_bytes);  // the softmax
+  return time;
+}
+
+PieceTime layer_time(const CostContext& c) {
+  const ModelConfig& model = c.deck.model;
+  const double rows = c.rows(), d = model.d_model, hd = model.head_dim();
+  const double qkv = (model.heads + 2.0 * model.key_value_heads()) * hd / c.tp();
+  const double inner = model.heads * hd / c.tp(), ffn = static_cast<double>(model.mlp_hidden()) / c.tp();
+  const bool llama = model.family == ModelFamily::llama;
+  const double weight_gemms =
+      c.gemm(rows, qkv, d) + c.gemm(rows, d, inner) + c.gemm(rows, ffn, d, llama ? 2.0 : 1.0) + c.gemm(rows, d, ffn);
+  PieceTime layer;
+  const PassTime core = attention_core_forward(c);
+  const double activations =
+      c.traffic(c.stream_rows() * d, 10.0, c.element_bytes) + c.traffic(rows * ffn, llama ? 3.0 : 2.0, c.element_bytes);
+  const double all_reduce = c.tp_all_reduce(rows * d * c.element_bytes);
+  layer.forward = {weight_gemms + core.gemm, activations + core.elementwise, 2.0 * all_reduce};
+  layer.input_grad = {weight_gemms + 2.0 * core.gemm, 2.0 * (activations + core.elementwise), 2.0 * all_reduce};
+  layer.weight_grad = {weight_gemms, 0.0, c.deck.parallel.sequence_parallel ? all_reduce : 0.0};
+  if (c.deck.schedule.recompute == Recompute::selective) layer.input_grad += core;
+  return layer;
+}
+
+PieceTime embedding_time(const CostContext& c) {
+  const double elements = c.stream_rows() * c.deck.model.d_model;
+  PieceTime embedding;
+  embedding.forward = {0.0, c.traffic(elements, 3.0, c.element_bytes),
+                       c.tp_all_reduce(c.rows() * c.deck.model.d_model * c.element_bytes)};
+  embedding.weight_grad = {0.0, c.traffic(elements, 3.0, c.element_bytes), 0.0};
+  return embedding;
+}
+
+PieceTime head_time(const CostContext& c) {
+  const double rows = c.rows(), d = c.deck.model.d_model;
+  const double vocab = static_cast<double>(padded_vocab(c.deck.model.vocab, c.tp())) / c.tp();
+  const double logits = c.gemm(rows, vocab, d);
+  const double norm = c.traffic(c.stream_rows() * d, 2.0, c.element_bytes);
+  const double loss = c.traffic(rows * vocab, 3.0, 4.0);  // fp32 logits: softmax, loss, gradient
+  PieceTime head;
+  head.forward = {logits, norm + loss, 0.0};
+  head.input_grad = {logits, 2.0 * norm, c.tp_all_reduce(rows * d * c.element_bytes)};
+  head.weight_grad = {logits, 0.0, 0.0};
+  return head;
+}
+
+// One micro-batch's F, B, I and W on a virtual stage, and the TP collectives' share of them.
+struct StageTimes {
+  ActionCosts::Stage costs;
+  double tp_comm = 0.0;
+};
+
+StageTimes stage_times(const CostContext& c, const StageLayers& layers, bool first, bool last) {
+  PieceTime stage;
+  const PieceTime layer = layer_time(c);
+  const auto add = [&stage](const PieceTime& piece, double count) {
+    for (auto [to, from] : {std::pair{&stage.forward, &piece.forward}, std::pair{&stage.input_grad, &piece.input_grad},
+                            std::pair{&stage.weight_grad, &piece.weight_grad}})
+      *to += PassTime{from->gemm * count, from->elementwise * count, from->comm * count};
+  };
+  add(layer, layers.num_layers);
+  if (first) add(embedding_time(c), 1.0);
+  if (last) add(head_time(c), 1.0);
+  if (c.deck.schedule.recompute == Recompute::full) stage.input_grad += stage.forward;  // the chunk's, head included
+  const double input_grad = stage.input_grad.total(), weight_grad = stage.weight_grad.total();
+  return {{stage.forward.total(), input_grad + weight_grad, input_grad, weight_grad},
+          stage.forward.comm + stage.input_grad.comm + stage.weight_grad.comm};
+}
+
+// An [emulate] deck's actions sleep what it says, whatever the machine.
+StageTimes emulated_times(const EmulateConfig& e) {
+  return {{e.forward_ms / 1e3, e.backward_ms / 1e3, e.input_grad_ms / 1e3, e.weight_grad_ms / 1e3}, 0.0};
+}
+
+// The link a group of world ranks uses: the inter-node one when any group along `axis` spans nodes.
+Link axis_link(const Deck& deck, const Machine& machine, Axis axis) {
+  for (const std::vector<int>& group : axis_groups(axis, deck.parallel)) {
+    const int node = group.front() / machine.devices_per_node;
+    for (int rank : group)
+      if (rank / machine.devices_per_node != node) return machine.inter_node;
+  }
+  return machine.intra_node;
+}
+
+CostContext cost_context(const Deck& deck, const Machine& machine) {
+  const int last_stage = coords_to_rank({0, deck.parallel.pp - 1, 0}, deck.parallel);
+  return {deck,
+          machine,
+          machine.peak_flops(deck.train.precision),
+          deck.train.precision == MatmulPrecision::bf16 ? 2.0 : 4.0,
+          axis_link(deck, machine, Axis::tp),
+          axis_link(deck, machine, Axis::pp),
+          axis_link(deck, machine, Axis::dp),
+          last_stage / machine.devices_per_node == 0 ? machine.intra_node : machine.inter_node};
+}
+
+std::int64_t rank_parameters(const Deck& deck, const std::vector<StageLayers>& stages, ChunkPlacement placement,
+                             int rank) {
+  const int chunks = static_cast<int>(stages.size()) / deck.parallel.pp;
+  std::int64_t parameters = 0;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int vs = placed_virtual_stage(placement, deck.parallel.pp, chunks, rank, chunk);
+    parameters +=
+        stage_params(deck.model, stages[vs], vs == 0, vs + 1 == static_cast<int>(stages.size()), deck.parallel.tp)
+            .total();
+  }
+  return parameters;
+}
+
+// The data-parallel reduction and the optimizer after the pipeline, on the slowest pipeline rank.
+void add_after_pipeline(StepPrediction& p, const CostContext& c, const std::vector<StageLayers>& stages) {
+  const Deck& deck = c.deck;
+  const ChunkPlacement placement = chunk_placement(p.schedule.kind);
+  const int dp = deck.parallel.dp;
+  double slowest = 0.0;
+  for (int rank = 0; rank < deck.parallel.pp; ++rank) {
+    const double parameters = static_cast<double>(rank_parameters(deck, stages, placement, rank));
+    const double gradient_bytes = parameters * 4.0;
+    double last_backward = 0.0;  // the reduction runs behind the last micro-batch's backward
+    for (int vs = 0; vs < static_cast<int>(stages.size()); ++vs)
+      if (chunk_position(placement, deck.parallel.pp, vs).rank == rank)
+        last_backward += p.costs.per_virtual_stage[vs].backward;
+    const double all_reduce = CostContext::ring_all_reduce(gradient_bytes, dp, c.dp_link);
+    const double exposed = deck.parallel.zero == 1 ? std::max(0.0, all_reduce / 2 - last_backward) + all_reduce / 2
+                                                   : std::max(0.0, all_reduce - last_backward);
+    const double optimizer = parameters / (deck.parallel.zero == 1 ? dp : 1) * 28.0 / c.machine.memory_bandwidth;
+    if (exposed + optimizer > slowest) {
+      slowest = exposed + optimizer;
+      p.dp_exposed_s = exposed;
+      p.optimizer_s = optimizer;
+    }
+  }
+  const bool tied_copies =
+      deck.model.tie_embeddings && deck.parallel.pp > 1 && placement == ChunkPlacement::interleaved;
+  if (tied_copies) {
+    const double wte_bytes =
+        static_cast<double>(padded_vocab(deck.model.vocab, c.tp())) / c.tp() * deck.model.d_model * 4.0;
+    p.embedding_sync_s = CostContext::ring_all_reduce(wte_bytes, 2, c.embedding_link);
+  }
+}
+
+}  // namespace
+
+StepPrediction predict_step(const Deck& deck, const Machine& machine) {
+  StepPrediction p;
+  p.schedule = deck_schedule(deck);
+  Deck planned = deck;  // the partition and memory of the schedule that runs (auto's choice)
+  planned.schedule.kind = p.schedule.kind;
+  planned.schedule.virtual_stages = p.schedule.chunks;
+  const std::vector<StageLayers> stages = partition_layers(planned.model, planned.parallel, p.schedule.chunks);
+  const CostContext c = cost_context(planned, machine);
+  std::vector<double> rank_tp_comm(deck.parallel.pp, 0.0);
+  for (std::size_t vs = 0; vs < stages.size(); ++vs) {
+    const StageTimes times = deck.emulate.enabled ? emulated_times(deck.emulate)
+                                                  : stage_times(c, stages[vs], vs == 0, vs + 1 == stages.size());
+    p.costs.per_virtual_stage.push_back(times.costs);
+    const int rank = chunk_position(chunk_placement(p.schedule.kind), deck.parallel.pp, static_cast<int>(vs)).rank;
+    rank_tp_comm[rank] += times.tp_comm * deck.schedule.microbatches;
+  }
+  p.tp_comm_s = *std::max_element(rank_tp_comm.begin(), rank_tp_comm.end());
+  const double message_bytes = c.stream_rows() * deck.model.d_model * c.element_bytes;
+  p.costs.p2p_latency = deck.parallel.pp > 1 ? c.pp_link.latency + message_bytes / c.pp_link.bandwidth : 0.0;
+  const SimulatedStep simulated = simulate(p.schedule, p.costs);
+  p.pipeline_s = simulated.step_time;
+  p.bubble = simulated.bubble;
+  add_after_pipeline(p, c, stages);
+  p.step_time_s = p.pipeline_s + p.embedding_sync_s + p.dp_exposed_s + p.optimizer_s;
+  p.tokens_per_s = static_cast<double>(deck.tokens_per_step()) / p.step_time_s;
+  p.flops_per_step = model_flops_per_step(deck.model, deck.tokens_per_step());
+  p.flops_per_device = p.flops_per_step / p.step_time_s / deck.parallel.world_size();
+  p.mfu = p.flops_per_device / c.peak;
+  p.fits = true;
+  for (int rank = 0; rank < deck.parallel.pp; ++rank) {
+    p.memory_per_rank_bytes.push_back(rank_memory(planned, stages, rank).total_bytes());
+    p.fits = p.fits && static_cast<double>(p.memory_per_rank_bytes.back()) <= machine.device_memory_bytes;
+  }
+  return p;
+}
+
+}  // namespace trident

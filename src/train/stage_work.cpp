@@ -1,0 +1,43 @@
+#include "train/stage_work.hpp"
+
+#include "dp/sharded_adamw.hpp"
+#include "optim/adamw.hpp"
+#include "pipeline/emulated_stage.hpp"
+#include "pipeline/model_stage.hpp"
+#include "pipeline/stage_chunks.hpp"
+
+namespace trident {
+namespace {
+
+std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Gpt& model, GradientSync& sync) {
+  if (deck.parallel.zero == 1) return std::make_unique<ShardedAdamW>(sync, deck.train);
+  return std::make_unique<AdamW>(model.params(), deck.train);
+}
+
+// What the model computes on: the real model, or the emulated actions of the deck's [emulate]
+// section. With the model, backward reports each gradient range as final through
+// `grads_ready` (data parallelism's hook), which starts reducing it while backward goes on.
+std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Gpt& model, const std::vector<IntBuffer>& inputs,
+                                                 const std::vector<IntBuffer>& targets,
+                                                 const Gpt::GradsReadyFn& grads_ready) {
+  if (deck.emulate.enabled) return std::make_unique<EmulatedStage>(deck.emulate);
+  const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
+  return std::make_unique<ModelStage>(model, inputs, targets, loss_scale, grads_ready);
+}
+
+}  // namespace
+
+StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGrid& grid,
+                     const std::vector<StageLayers>& partition, const std::vector<IntBuffer>& inputs,
+                     const std::vector<IntBuffer>& targets, const PipelineExecutor::Options& options)
+    : model(deck.model, deck.schedule.micro_batch_size, deck.train.seed, *grid.tp_group,
+            stage_chunks(schedule, partition, grid.pp_rank()), deck.schedule.recompute, deck.train.precision,
+            deck.parallel.sequence_parallel),
+      sync(model.params(), *grid.dp_group, static_cast<std::size_t>(deck.parallel.bucket_mb * (1 << 20)),
+           deck.parallel.zero == 1),
+      optimizer(make_optimizer(deck, model, sync)),
+      compute(make_stage_compute(deck, model, inputs, targets, sync.hook())),
+      evaluator(deck.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, options) : nullptr),
+      wte(model.tied_embedding()) {}
+
+}  // namespace trident

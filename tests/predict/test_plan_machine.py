@@ -38,6 +38,9 @@ PUBLISHED = [
     ("GPT-3 175B", 96, 12288, 96, 8, 16, 1024, 1536, 140),
 ]
 SEQ, VOCAB = 2048, 51200
+# The sanitizer build predicts one published run and skips the search: the rest is the same code
+# on bigger numbers, and simulating 3072-rank pipelines under AddressSanitizer takes minutes.
+RELEASE_ONLY = pytest.mark.skipif(os.environ.get("TRIDENT_SANITIZED") == "1", reason="release build only")
 
 
 def trident(*args, expect=0):
@@ -69,8 +72,9 @@ def paper_flops(batch, layers, hidden):
     return 96 * batch * SEQ * layers * hidden ** 2 * (1 + SEQ / (6 * hidden) + VOCAB / (16 * layers * hidden))
 
 
-@pytest.mark.parametrize("name,heads,hidden,layers,tp,pp,gpus,batch,published", PUBLISHED,
-                         ids=[row[0] for row in PUBLISHED])
+@pytest.mark.parametrize("name,heads,hidden,layers,tp,pp,gpus,batch,published",
+                         [pytest.param(*row, id=row[0], marks=() if row[0] == "39.1B" else RELEASE_ONLY)
+                          for row in PUBLISHED])
 def test_selene_throughput_within_15_percent_of_the_published(name, heads, hidden, layers, tp, pp, gpus, batch,
                                                               published):
     p = predict(GPT3, A100, *selene_overrides(heads, hidden, layers, tp, pp, gpus, batch))
@@ -117,6 +121,7 @@ def test_bad_machine_file_exits_2_naming_file_line_and_key(tmp_path):
     assert "--machine FILE" in no_machine.stderr, no_machine.stderr
 
 
+@RELEASE_ONLY
 def test_search_ranks_grids_that_fit_fastest_first_and_each_is_its_own_prediction():
     sets = ["--set", 'train.precision="bf16"', "--set", "schedule.microbatches=192"]
     result = json.loads(trident("plan", GPT3, "--machine", A100, "--search", "--json", *sets).stdout)

@@ -2,10 +2,10 @@
 //
 // The pipeline stage (pipeline/model_stage.hpp) hands hook() to the model's backward, or W, after
 // which a chunk's weight gradients of the step are final; the model reports each range of
-// gradients as it completes, and as soon as every gradient of a bucket (dp/buckets.hpp) is final,
-// the bucket's reduction starts without blocking. finish() then waits for what is still in flight. Afterwards the gradients are SUMMED over the
-// dp group: with loss_scale = 1 / (tokens of the global batch), that sum is the gradient of the
-// global-batch mean loss.
+// gradients as it completes, and as soon as every gradient of a bucket (plan/buckets.hpp) is final,
+// the bucket's reduction starts without blocking. finish() then waits for what is still in flight. Afterwards the
+// gradients are SUMMED over the dp group: with loss_scale = 1 / (tokens of the global batch), that sum is the gradient
+// of the global-batch mean loss.
 //
 // Two modes:
 // - all-reduce (plain DP): every rank then holds the whole reduced gradient in params.grads.
@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "comm/comm.hpp"
-#include "dp/buckets.hpp"
 #include "kernels/device.hpp"
 #include "model/param_store.hpp"
+#include "plan/buckets.hpp"
 
 namespace trident {
 

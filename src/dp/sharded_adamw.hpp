@@ -1,5 +1,5 @@
 // ZeRO-1 AdamW: each data-parallel rank keeps the moments of, and updates, only the parameters
-// whose reduced gradients it holds (its piece of every bucket, dp/buckets.hpp); the updated
+// whose reduced gradients it holds (its piece of every bucket, plan/buckets.hpp); the updated
 // parameters are then all-gathered, so every rank ends the step with the same weights as plain
 // AdamW on the summed gradient. Optimizer memory per rank: 2 floats per parameter / dp.
 #pragma once

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "dp/buckets.hpp"
 #include "model/param_store.hpp"
+#include "plan/buckets.hpp"
 
 namespace trident {
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/attention.hpp"
+#include "plan/buckets.hpp"
 #include "plan/model_size.hpp"
 #include "plan/pipeline_theory.hpp"
 
@@ -102,6 +103,12 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   }
   memory.grad_bytes = memory.weight_bytes;
   memory.optimizer_bytes = 2 * memory.weight_bytes;
+  if (deck.parallel.zero == 1) {
+    const std::vector<Bucket> buckets = plan_buckets(static_cast<std::size_t>(memory.weight_bytes / 4),
+                                                     bucket_elements(deck.parallel.bucket_mb), deck.parallel.dp);
+    memory.optimizer_bytes = 8 * static_cast<std::int64_t>(shard_size(buckets));
+    memory.zero1_bytes = 4 * static_cast<std::int64_t>(zero1_gradient_floats(buckets, deck.parallel.dp));
+  }
   memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, rank, pp);
   return memory;
 }

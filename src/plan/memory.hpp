@@ -1,4 +1,6 @@
-// Memory per rank in bytes, fp32: weights, gradients, AdamW m and v (no ZeRO yet), activations.
+// Memory per rank in bytes: weights, gradients, AdamW m and v (ZeRO-1: a 1/dp shard, and the
+// buffers it reduce-scatters into), activations. All fp32 whatever train.precision: a product
+// rounds copies of its operands (kernels/matmul_precision.hpp), the stored tensors stay fp32.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,9 @@ std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro
 struct RankMemory {
   std::int64_t weight_bytes = 0;
   std::int64_t grad_bytes = 0;
-  std::int64_t optimizer_bytes = 0;  // AdamW m + v
+  std::int64_t optimizer_bytes = 0;  // AdamW m + v, of this rank's shard under ZeRO-1
+  // ZeRO-1's reduced-gradient shard and padded staging copies (plan/buckets.hpp); 0 without it.
+  std::int64_t zero1_bytes = 0;
   // Stash of one micro-batch on every chunk of the rank (recompute: the chunks' inputs only).
   std::int64_t activation_bytes_per_microbatch = 0;
   // Micro-batches of a whole rank in flight at the peak (pipeline_theory.hpp); fractional for
@@ -65,9 +69,9 @@ struct RankMemory {
            recompute_bytes;
   }
   // Not counted: the runtime (libraries, MPI's and the BLAS's buffers, the token data), about
-  // 90-210 MiB per rank on this project's CPU machines (README.md, "Memory").
+  // 90-270 MiB per rank on this project's CPU machines (README.md, "Memory").
   std::int64_t total_bytes() const {
-    return weight_bytes + grad_bytes + optimizer_bytes + activation_bytes() + workspace_bytes;
+    return weight_bytes + grad_bytes + optimizer_bytes + zero1_bytes + activation_bytes() + workspace_bytes;
   }
 };
 

@@ -288,25 +288,35 @@ std::string attention_memory_note(AttentionKernel attention) {
 
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
-  out << "\nMemory per rank (fp32, no ZeRO; activations = in flight x stash per micro-batch"
+  const bool zero1 = deck.parallel.zero == 1;
+  out << "\nMemory per rank (fp32 whatever train.precision"
+      << (zero1 ? "; ZeRO-1: AdamW m+v of 1/dp of the parameters" : "")
+      << "; activations = in flight x stash per micro-batch"
       << recomputed_memory_note(deck.schedule.recompute, deck.model.attention)
       << attention_memory_note(deck.model.attention)
       << (deck.parallel.sequence_parallel ? "; sequence parallel: the residual stream's tensors hold 1/tp of the rows"
                                           : "")
       << ")\n";
-  TextTable table({interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v", "act/micro-batch", "in flight",
-                   "activations", "workspace", "total"});
+  std::vector<std::string> header{interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v"};
+  if (zero1) header.push_back("ZeRO-1 shard");
+  header.insert(header.end(), {"act/micro-batch", "in flight", "activations", "workspace", "total"});
+  TextTable table(header);
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
     const RankMemory memory = rank_memory(deck, stages, rank);
-    table.add_row({str(rank), human_bytes(memory.weight_bytes), human_bytes(memory.grad_bytes),
-                   human_bytes(memory.optimizer_bytes), human_bytes(memory.activation_bytes_per_microbatch),
-                   count_text(memory.in_flight_microbatches), human_bytes(memory.activation_bytes()),
-                   human_bytes(memory.workspace_bytes), human_bytes(memory.total_bytes())});
+    std::vector<std::string> row{str(rank), human_bytes(memory.weight_bytes), human_bytes(memory.grad_bytes),
+                                 human_bytes(memory.optimizer_bytes)};
+    if (zero1) row.push_back(human_bytes(memory.zero1_bytes));
+    row.insert(row.end(), {human_bytes(memory.activation_bytes_per_microbatch),
+                           count_text(memory.in_flight_microbatches), human_bytes(memory.activation_bytes()),
+                           human_bytes(memory.workspace_bytes), human_bytes(memory.total_bytes())});
+    table.add_row(row);
   }
   table.print(out);
   if (interleaved) out << "  in flight: micro-batches of a whole rank (chunks in flight / chunks per rank)\n";
+  if (zero1)
+    out << "  ZeRO-1 shard: the reduced gradients of this rank's pieces, and staging copies of a padded bucket\n";
   out << "  workspace: backward's activation-gradient buffers; not counted: the runtime (libraries, MPI and\n"
-         "  BLAS buffers, token data), 90-210 MiB per rank measured on a 2-core CPU node\n";
+         "  BLAS buffers, token data), 90-270 MiB per rank measured on a 2-core CPU node\n";
 }
 
 std::string tally_text(const PlannedCollectives& tally) {

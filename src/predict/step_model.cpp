@@ -160,32 +160,21 @@ CostContext cost_context(const Deck& deck, const Machine& machine) {
           last_stage / machine.devices_per_node == 0 ? machine.intra_node : machine.inter_node};
 }
 
-std::int64_t rank_parameters(const Deck& deck, const std::vector<StageLayers>& stages, ChunkPlacement placement,
-                             int rank) {
-  const int chunks = static_cast<int>(stages.size()) / deck.parallel.pp;
-  std::int64_t parameters = 0;
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    const int vs = placed_virtual_stage(placement, deck.parallel.pp, chunks, rank, chunk);
-    parameters +=
-        stage_params(deck.model, stages[vs], vs == 0, vs + 1 == static_cast<int>(stages.size()), deck.parallel.tp)
-            .total();
-  }
-  return parameters;
-}
-
 // The data-parallel reduction and the optimizer after the pipeline, on the slowest pipeline rank.
 void add_after_pipeline(StepPrediction& p, const CostContext& c, const std::vector<StageLayers>& stages) {
   const Deck& deck = c.deck;
   const ChunkPlacement placement = chunk_placement(p.schedule.kind);
   const int dp = deck.parallel.dp;
   double slowest = 0.0;
+  const int chunks = static_cast<int>(stages.size()) / deck.parallel.pp;
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
-    const double parameters = static_cast<double>(rank_parameters(deck, stages, placement, rank));
+    // A tied head on the rank that holds the embedding (a V) shares its gradients.
+    const double parameters = static_cast<double>(rank_memory(deck, stages, rank).weight_bytes / 4);
     const double gradient_bytes = parameters * 4.0;
     double last_backward = 0.0;  // the reduction runs behind the last micro-batch's backward
-    for (int vs = 0; vs < static_cast<int>(stages.size()); ++vs)
-      if (chunk_position(placement, deck.parallel.pp, vs).rank == rank)
-        last_backward += p.costs.per_virtual_stage[vs].backward;
+    for (int chunk = 0; chunk < chunks; ++chunk)
+      last_backward +=
+          p.costs.per_virtual_stage[placed_virtual_stage(placement, deck.parallel.pp, chunks, rank, chunk)].backward;
     const double all_reduce = CostContext::ring_all_reduce(gradient_bytes, dp, c.dp_link);
     const double exposed = deck.parallel.zero == 1 ? std::max(0.0, all_reduce / 2 - last_backward) + all_reduce / 2
                                                    : std::max(0.0, all_reduce - last_backward);

@@ -5,6 +5,7 @@
 #include "pipeline/emulated_stage.hpp"
 #include "pipeline/model_stage.hpp"
 #include "pipeline/stage_chunks.hpp"
+#include "plan/buckets.hpp"
 
 namespace trident {
 namespace {
@@ -33,7 +34,7 @@ StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGr
     : model(deck.model, deck.schedule.micro_batch_size, deck.train.seed, *grid.tp_group,
             stage_chunks(schedule, partition, grid.pp_rank()), deck.schedule.recompute, deck.train.precision,
             deck.parallel.sequence_parallel),
-      sync(model.params(), *grid.dp_group, static_cast<std::size_t>(deck.parallel.bucket_mb * (1 << 20)),
+      sync(model.params(), *grid.dp_group, bucket_elements(deck.parallel.bucket_mb) * sizeof(float),
            deck.parallel.zero == 1),
       optimizer(make_optimizer(deck, model, sync)),
       compute(make_stage_compute(deck, model, inputs, targets, sync.hook())),

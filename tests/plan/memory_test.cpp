@@ -141,6 +141,26 @@ TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
   EXPECT_EQ(memory.total_bytes(), 4 * weights + 4 * 3648 + memory.workspace_bytes);
 }
 
+TEST(Memory, ZeroOneShardsAdamAndAddsTheReducedGradientPieces) {
+  Deck deck;
+  deck.model = tiny();
+  deck.parallel.dp = 3;
+  deck.parallel.zero = 1;
+  deck.parallel.bucket_mb = 400.0 / (1 << 20);  // 100 floats, rounded up to 102 (a multiple of dp)
+  const std::int64_t params = total_params(deck.model);
+  // Buckets of 102 from the end, each a 34-float piece per rank; the rest r at offset 0 in ceil(r / 3).
+  const std::int64_t full = params / 102, rest = params % 102;
+  const std::int64_t shard = 34 * full + (rest + 2) / 3;
+  const bool padded = rest % 3 != 0;
+  const RankMemory memory = rank_memory(deck, partition_layers(deck.model, deck.parallel), 0);
+  EXPECT_EQ(memory.weight_bytes, 4 * params);
+  EXPECT_EQ(memory.grad_bytes, 4 * params);
+  EXPECT_EQ(memory.optimizer_bytes, 8 * shard);
+  EXPECT_EQ(memory.zero1_bytes, 4 * (shard + (padded ? 2 * 3 * ((rest + 2) / 3) : 0)));
+  deck.parallel.zero = 0;
+  EXPECT_EQ(rank_memory(deck, partition_layers(deck.model, deck.parallel), 0).zero1_bytes, 0);
+}
+
 TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
   Deck deck;
   deck.model = tiny();

@@ -1,9 +1,9 @@
 // The bucket plan: coverage, reduction order, and the ZeRO-1 pieces partitioning the buffer.
+#include "plan/buckets.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "dp/buckets.hpp"
 
 namespace trident {
 namespace {

@@ -1,4 +1,4 @@
-#include "dp/buckets.hpp"
+#include "plan/buckets.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -35,6 +35,15 @@ std::vector<Bucket> plan_buckets(std::size_t total, std::size_t bucket_elements,
 
 std::size_t shard_size(const std::vector<Bucket>& buckets) {
   return buckets.empty() ? 0 : buckets.back().shard_offset + buckets.back().piece;
+}
+
+std::size_t bucket_elements(double bucket_mb) {
+  return std::max<std::size_t>(1, static_cast<std::size_t>(bucket_mb * (1 << 20)) / sizeof(float));
+}
+
+std::size_t zero1_gradient_floats(const std::vector<Bucket>& buckets, int dp) {
+  const bool padded = !buckets.empty() && buckets.back().padded(dp);
+  return shard_size(buckets) + (padded ? 2 * buckets.back().piece * static_cast<std::size_t>(dp) : 0);
 }
 
 }  // namespace trident

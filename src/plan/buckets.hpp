@@ -40,4 +40,12 @@ std::vector<Bucket> plan_buckets(std::size_t total, std::size_t bucket_elements,
 // Elements of one rank's shard: the sum of the buckets' pieces.
 std::size_t shard_size(const std::vector<Bucket>& buckets);
 
+// Elements of a bucket of `bucket_mb` MiB of float gradients (the deck's parallel.bucket_mb), at least one.
+std::size_t bucket_elements(double bucket_mb);
+
+// Floats that ZeRO-1 keeps on each rank besides the full gradients (dp/gradient_sync.cpp): the
+// shard the buckets are reduce-scattered into and, when the bucket at offset 0 is padded, two
+// padded copies of that bucket to reduce-scatter and all-gather through.
+std::size_t zero1_gradient_floats(const std::vector<Bucket>& buckets, int dp);
+
 }  // namespace trident

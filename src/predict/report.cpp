@@ -3,7 +3,9 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "plan/units.hpp"
@@ -106,14 +108,59 @@ void print_prediction_json(std::ostream& out, const Deck& deck, const Machine& m
   out << toml::json_formatter{prediction_table(deck, machine, p)} << "\n";
 }
 
-void print_search(std::ostream& out, const Machine& machine, int devices, const GridSearch& search) {
-  out << "\nFastest grids on " << devices << " devices of " << machine.name << " (" << machine.path
-      << "): " << search.predicted << " predicted, " << search.over_memory << " over the device's "
-      << human_bytes(machine.device_memory_bytes) << "\n";
-  if (search.fastest.empty()) {
-    out << "  none fits: more devices, full recomputation or ZeRO-1 (parallel.zero = 1) may help\n";
-    return;
-  }
+namespace {
+
+struct StepPart {
+  const char* name;
+  double seconds;
+};
+
+std::vector<StepPart> step_parts(const StepPrediction& p) {
+  return {{"computing", p.pipeline_s * (1.0 - p.bubble)},
+          {"bubble", p.pipeline_s * p.bubble},
+          {"DP", p.dp_exposed_s},
+          {"optimizer", p.optimizer_s},
+          {"embedding sync", p.embedding_sync_s}};
+}
+
+// The parts of the step that moved against the deck's, largest change first; changes under 0.5%
+// of the deck's step are left out.
+std::string part_changes(const StepPrediction& candidate, const StepPrediction& deck) {
+  std::vector<StepPart> changes;
+  const std::vector<StepPart> ours = step_parts(candidate), theirs = step_parts(deck);
+  for (std::size_t i = 0; i < ours.size(); ++i)
+    if (std::abs(ours[i].seconds - theirs[i].seconds) >= 0.005 * deck.step_time_s)
+      changes.push_back({ours[i].name, ours[i].seconds - theirs[i].seconds});
+  std::ranges::sort(changes, std::greater{}, [](const StepPart& part) { return std::abs(part.seconds); });
+  std::string text;
+  for (const StepPart& part : changes)
+    text += std::string(text.empty() ? "" : ", ") + part.name + " " + (part.seconds < 0 ? "-" : "+") +
+            seconds_text(std::abs(part.seconds));
+  return text.empty() ? "no part changes by 0.5%" : text;
+}
+
+// The choices that differ from the deck's: "tp 8 -> 4, recompute full -> none".
+std::string choice_changes(const GridCandidate& candidate, const GridCandidate& deck) {
+  const auto schedule = [](const GridCandidate& c) {
+    const Schedule& s = c.prediction.schedule;
+    return std::string(word_of(s.kind)) + (s.chunks > 1 ? " v " + std::to_string(s.chunks) : "");
+  };
+  const std::pair<const char*, std::pair<std::string, std::string>> choices[] = {
+      {"tp", {std::to_string(candidate.deck.parallel.tp), std::to_string(deck.deck.parallel.tp)}},
+      {"pp", {std::to_string(candidate.deck.parallel.pp), std::to_string(deck.deck.parallel.pp)}},
+      {"dp", {std::to_string(candidate.deck.parallel.dp), std::to_string(deck.deck.parallel.dp)}},
+      {"micro-batch",
+       {std::to_string(candidate.deck.schedule.micro_batch_size), std::to_string(deck.deck.schedule.micro_batch_size)}},
+      {"schedule", {schedule(candidate), schedule(deck)}},
+      {"recompute", {word_of(candidate.deck.schedule.recompute), word_of(deck.deck.schedule.recompute)}}};
+  std::string text;
+  for (const auto& [name, values] : choices)
+    if (values.first != values.second)
+      text += std::string(text.empty() ? "" : ", ") + name + " " + values.second + " -> " + values.first;
+  return text.empty() ? "the deck's own grid" : text;
+}
+
+void print_search_table(std::ostream& out, const GridSearch& search) {
   out << "  rank  step        tokens/s   FLOP/s/dev  MFU     bubble  memory     grid\n";
   char line[160];
   for (std::size_t i = 0; i < search.fastest.size(); ++i) {
@@ -127,14 +174,42 @@ void print_search(std::ostream& out, const Machine& machine, int devices, const 
                   human_bytes(memory).c_str());
     out << line << grid_text(c.deck, p) << "\n";
   }
+}
+
+// Where the deck's step goes, and for the first three: where theirs goes and what changed.
+void print_search_explained(std::ostream& out, const Machine& machine, const GridSearch& search) {
+  const StepPrediction& deck = search.deck_grid.prediction;
+  out << "  the deck: " << grid_text(search.deck_grid.deck, deck) << ": " << seconds_text(deck.step_time_s);
+  if (deck.fits)
+    out << ", " << search.faster_than_deck << (search.faster_than_deck == 1 ? " grid" : " grids")
+        << " that fit predicted faster\n";
+  else
+    out << ", does NOT fit in " << human_bytes(machine.device_memory_bytes) << "\n";
   for (std::size_t i = 0; i < std::min<std::size_t>(3, search.fastest.size()); ++i) {
-    const StepPrediction& p = search.fastest[i].prediction;
+    const GridCandidate& candidate = search.fastest[i];
+    const StepPrediction& p = candidate.prediction;
     out << "  #" << i + 1 << ": computing " << share_text(p.pipeline_s - p.bubble * p.pipeline_s, p.step_time_s)
         << " (TP collectives " << seconds_text(p.tp_comm_s) << " of it), bubble "
         << share_text(p.bubble * p.pipeline_s, p.step_time_s) << "; after the pipeline: DP "
         << seconds_text(p.dp_exposed_s) << ", optimizer " << seconds_text(p.optimizer_s) << ", embedding sync "
         << seconds_text(p.embedding_sync_s) << "\n";
+    out << "      against the deck: " << choice_changes(candidate, search.deck_grid) << "; " << part_changes(p, deck)
+        << "\n";
   }
+}
+
+}  // namespace
+
+void print_search(std::ostream& out, const Machine& machine, int devices, const GridSearch& search) {
+  out << "\nFastest grids on " << devices << " devices of " << machine.name << " (" << machine.path
+      << "): " << search.predicted << " predicted, " << search.over_memory << " over the device's "
+      << human_bytes(machine.device_memory_bytes) << "\n";
+  if (search.fastest.empty()) {
+    out << "  none fits: more devices, full recomputation or ZeRO-1 (parallel.zero = 1) may help\n";
+    return;
+  }
+  print_search_table(out, search);
+  print_search_explained(out, machine, search);
 }
 
 void print_search_json(std::ostream& out, const Machine& machine, int devices, const GridSearch& search) {
@@ -143,7 +218,9 @@ void print_search_json(std::ostream& out, const Machine& machine, int devices, c
   const toml::table object{{"devices", devices},
                            {"predicted", search.predicted},
                            {"over_memory", search.over_memory},
-                           {"candidates", candidates}};
+                           {"candidates", candidates},
+                           {"deck", prediction_table(search.deck_grid.deck, machine, search.deck_grid.prediction)},
+                           {"faster_than_deck", search.faster_than_deck}};
   out << toml::json_formatter{object} << "\n";
 }
 

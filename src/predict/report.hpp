@@ -22,11 +22,12 @@ void print_prediction(std::ostream& out, const Deck& deck, const Machine& machin
 void print_prediction_json(std::ostream& out, const Deck& deck, const Machine& machine, const StepPrediction& p);
 
 // `--search`: the fastest grids that fit (a table: grid, micro-batching, schedule, recomputation,
-// step time, tokens/s, FLOP/s per device, MFU, bubble, the largest rank's memory), then why each of
-// the first three is fast or slow: where its step goes.
+// step time, tokens/s, FLOP/s per device, MFU, bubble, the largest rank's memory), the deck's own
+// grid and how many beat it, then why each of the first three is fast: where its step goes, and
+// which choices and parts of the step differ from the deck's.
 void print_search(std::ostream& out, const Machine& machine, int devices, const GridSearch& search);
 // The same as one JSON object: {"devices", "predicted", "over_memory", "candidates": [the
-// prediction object of each, with "recompute"]}.
+// prediction object of each, with "recompute"], "deck": the deck's, "faster_than_deck"}.
 void print_search_json(std::ostream& out, const Machine& machine, int devices, const GridSearch& search);
 
 }  // namespace trident

@@ -81,6 +81,10 @@ GridSearch search_grids(const Deck& deck, const Machine& machine, int devices, i
       }
     }
   }
+  search.deck_grid = {deck, predict_step(deck, machine)};
+  search.faster_than_deck = static_cast<int>(std::ranges::count_if(search.fastest, [&](const GridCandidate& c) {
+    return c.prediction.step_time_s < search.deck_grid.prediction.step_time_s;
+  }));
   std::ranges::stable_sort(search.fastest, {}, [](const GridCandidate& c) { return c.prediction.step_time_s; });
   if (static_cast<int>(search.fastest.size()) > limit) search.fastest.resize(limit);
   return search;

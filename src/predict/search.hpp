@@ -23,12 +23,14 @@ struct GridCandidate {
   StepPrediction prediction;
 };
 
-// Candidates whose every rank fits the device's memory, fastest first (at most `limit`), and how
-// many grids were predicted in all.
+// Candidates whose every rank fits the device's memory, fastest first (at most `limit`), how
+// many grids were predicted in all, and the deck's own grid to compare them with.
 struct GridSearch {
   std::vector<GridCandidate> fastest;
   int predicted = 0;
   int over_memory = 0;
+  GridCandidate deck_grid;   // the deck as given (its schedule, `auto` included), predicted alike
+  int faster_than_deck = 0;  // candidates that fit and beat it, not only those shown
 };
 GridSearch search_grids(const Deck& deck, const Machine& machine, int devices, int limit);
 

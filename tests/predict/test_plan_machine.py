@@ -138,5 +138,23 @@ def test_search_ranks_grids_that_fit_fastest_first_and_each_is_its_own_predictio
                     f"schedule.virtual_stages={best['virtual_stages']}", f"schedule.microbatches={best['microbatches']}",
                     f"schedule.micro_batch_size={best['micro_batch_size']}", f"schedule.recompute=\"{best['recompute']}\"")
     assert alone["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12), (alone, best)
+    # The deck's own grid is predicted alike and placed among them: the grids shown faster than it
+    # are all the faster ones when some shown are not.
+    deck = result["deck"]
+    assert (deck["tp"], deck["pp"], deck["dp"], deck["schedule"]) == (8, 16, 8, "1f1b"), deck
+    faster = sum(t < deck["step_time_s"] for t in times)
+    assert faster < len(times) and result["faster_than_deck"] == faster, (faster, result["faster_than_deck"])
+    assert any(c["step_time_s"] == pytest.approx(deck["step_time_s"], rel=1e-12) for c in candidates), deck
     text = trident("plan", GPT3, "--machine", A100, "--search", *sets).stdout
     assert "Fastest grids on 1024 devices" in text and "  #1: computing" in text, text
+    assert "the deck: tp 8 x pp 16 x dp 8" in text and f"{faster} grids that fit predicted faster" in text, text
+    def schedule(c):
+        return c["schedule"] + (f" v {c['virtual_stages']}" if c["virtual_stages"] > 1 else "")
+    changes = [f"{key} {deck[key]} -> {best[key]}" for key in ("tp", "pp", "dp") if deck[key] != best[key]]
+    if deck["micro_batch_size"] != best["micro_batch_size"]:
+        changes.append(f"micro-batch {deck['micro_batch_size']} -> {best['micro_batch_size']}")
+    if schedule(deck) != schedule(best):
+        changes.append(f"schedule {schedule(deck)} -> {schedule(best)}")
+    if deck["recompute"] != best["recompute"]:
+        changes.append(f"recompute {deck['recompute']} -> {best['recompute']}")
+    assert changes and f"against the deck: {', '.join(changes)}; " in text, (changes, text)

@@ -59,6 +59,14 @@ inline constexpr std::array<Choice<Recompute>, 3> kRecomputeModes{
     {{Recompute::none, "none"}, {Recompute::full, "full"}, {Recompute::selective, "selective"}}};
 constexpr const auto& choices(Recompute) { return kRecomputeModes; }
 
+// parallel.p2p: how pipeline messages find their receive. tagged: MPI matches each by its tag
+// (micro-batch, virtual stage, direction); ordered: as NCCL does, by posting order alone, one FIFO
+// per pair of ranks and direction (schedule/message_order.hpp proves the schedule allows it).
+enum class P2pMatching { tagged, ordered };
+inline constexpr std::array<Choice<P2pMatching>, 2> kP2pMatchings{
+    {{P2pMatching::tagged, "mpi"}, {P2pMatching::ordered, "ordered"}}};
+constexpr const auto& choices(P2pMatching) { return kP2pMatchings; }
+
 // parallel.order: the three grid axes, fastest-varying first in the world rank.
 enum class Axis { tp, pp, dp };
 inline constexpr std::array<Choice<Axis>, 3> kAxes{{{Axis::tp, "tp"}, {Axis::pp, "pp"}, {Axis::dp, "dp"}}};

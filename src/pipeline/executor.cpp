@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "schedule/message_order.hpp"
+
 namespace trident {
 
 namespace {
@@ -46,6 +48,9 @@ class StepRun {
   };
 
   FloatBuffer take_buffer();
+  int wire_tag(const StepOp& op) const {
+    return options_.p2p == P2pMatching::ordered ? static_cast<int>(op.direction) : op.tag;
+  }
   void post_receives_from(std::size_t index);
   void receive(const StepOp& op);
   void compute(std::size_t index);
@@ -116,7 +121,7 @@ void StepRun::post_receives_from(std::size_t index) {
   for (; next_receive_ < std::min(first_pending + kReceivesAhead, receive_ops_.size()); ++next_receive_) {
     const StepOp& op = ops_[receive_ops_[next_receive_]];
     Transfer transfer{nullptr, take_buffer(), op};
-    transfer.request = pipeline_.recv_async(transfer.buffer.data(), options_.message_floats, op.peer, op.tag);
+    transfer.request = pipeline_.recv_async(transfer.buffer.data(), options_.message_floats, op.peer, wire_tag(op));
     receives_.emplace(op.tag, std::move(transfer));
   }
 }
@@ -173,7 +178,7 @@ void StepRun::send(const StepOp& op) {
   } else {
     Kokkos::fence();  // the output is complete before the network reads it
     sends_.push_back(
-        Transfer{pipeline_.send_async(output_.data(), options_.message_floats, op.peer, op.tag), output_, op});
+        Transfer{pipeline_.send_async(output_.data(), options_.message_floats, op.peer, wire_tag(op)), output_, op});
   }
   output_ = FloatBuffer();
 }
@@ -233,6 +238,10 @@ PipelineExecutor::PipelineExecutor(const Schedule& schedule, Comm& pipeline, Opt
     throw std::invalid_argument("PipelineExecutor: the pipeline group has " + std::to_string(pipeline.size()) +
                                 " ranks but the schedule " + std::to_string(schedule.stages) + " stages");
   if (!options_.clock || !options_.on_timeout) throw std::invalid_argument("PipelineExecutor: clock and on_timeout are required");
+  if (options_.p2p == P2pMatching::ordered)
+    if (const std::string problem = find_message_order_problem(schedule); !problem.empty())
+      throw std::logic_error("PipelineExecutor: the " + word_of(schedule.kind) +
+                             " schedule cannot run with ordered messages: " + problem);
   ops_ = std::move(lower_schedule(schedule)[pipeline.rank()]);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
     const ActionKind kind = ops_[i].action.kind;

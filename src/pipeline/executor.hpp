@@ -44,10 +44,16 @@ class PipelineExecutor {
     // Optional: how the timeout message names a pipeline rank (e.g. with its host); by default
     // "pipeline rank N".
     std::function<std::string(int)> describe_peer;
+    // ordered: a message travels with its direction as tag, so MPI, which matches messages of one
+    // source and tag in the order they were posted, pairs them as NCCL would: by posting order,
+    // one FIFO per pair of ranks and direction (the schedule must pass find_message_order_problem).
+    P2pMatching p2p = P2pMatching::tagged;
   };
 
   // `pipeline`: this rank's pipeline group (rank i = pipeline rank i of `schedule`), which must
-  // outlive the executor. The schedule must be valid (find_schedule_problem empty).
+  // outlive the executor. The schedule must be valid (find_schedule_problem empty), and with
+  // ordered messages pair them in posting order (find_message_order_problem empty):
+  // std::logic_error otherwise.
   PipelineExecutor(const Schedule& schedule, Comm& pipeline, Options options);
 
   PipelineStepResult run_step(StageCompute& compute);

@@ -69,7 +69,7 @@ struct RankMemory {
            recompute_bytes;
   }
   // Not counted: the runtime (libraries, MPI's and the BLAS's buffers, the token data), about
-  // 90-270 MiB per rank on this project's CPU machines (README.md, "Memory").
+  // 90-210 MiB per rank on this project's CPU machines (README.md, "Memory").
   std::int64_t total_bytes() const {
     return weight_bytes + grad_bytes + optimizer_bytes + zero1_bytes + activation_bytes() + workspace_bytes;
   }

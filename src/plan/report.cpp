@@ -316,7 +316,7 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
   if (zero1)
     out << "  ZeRO-1 shard: the reduced gradients of this rank's pieces, and staging copies of a padded bucket\n";
   out << "  workspace: backward's activation-gradient buffers; not counted: the runtime (libraries, MPI and\n"
-         "  BLAS buffers, token data), 90-270 MiB per rank measured on a 2-core CPU node\n";
+         "  BLAS buffers, token data), 90-210 MiB per rank measured on a 2-core CPU node\n";
 }
 
 std::string tally_text(const PlannedCollectives& tally) {

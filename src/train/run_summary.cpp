@@ -68,7 +68,8 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << " parameters, " << word_of(model.attention) << " attention\n"
       << "  grid    tp " << grid.tp << " x pp " << grid.pp << " x dp " << grid.dp << " = " << grid.world_size()
       << " ranks (order " << word_of(grid.order) << (grid.zero == 1 ? ", ZeRO-1" : "")
-      << (grid.sequence_parallel ? ", sequence parallel" : "") << ")\n"
+      << (grid.sequence_parallel ? ", sequence parallel" : "")
+      << (grid.p2p == P2pMatching::ordered ? ", ordered pipeline messages" : "") << ")\n"
       << run.rank_layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
       << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
       << " tokens/step, " << run.data << "\n"
@@ -104,6 +105,7 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"dp", std::int64_t{grid.dp}},
       {"zero", std::int64_t{grid.zero}},
       {"sequence_parallel", std::int64_t{grid.sequence_parallel ? 1 : 0}},
+      {"p2p", word_of(grid.p2p)},
       {"layers", std::int64_t{m.layers}},
       {"d_model", std::int64_t{m.d_model}},
       {"heads", std::int64_t{m.heads}},

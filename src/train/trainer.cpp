@@ -170,7 +170,8 @@ struct Trainer::State {
             [this] { return now(); },
             [this](const std::string& what) { abort_job(what); },
             [this] { return tp_collective_events(); },
-            [this](int pipeline_rank) { return describe_pipeline_peer(grid, pipeline_rank); }};
+            [this](int pipeline_rank) { return describe_pipeline_peer(grid, pipeline_rank); },
+            deck.parallel.p2p};
   }
 
   // The TP group's collectives since the last call, one event per kind on the run's clock (none

@@ -64,67 +64,82 @@ def case(*values, sanitized=False):
     return pytest.param(*values, marks=() if sanitized else RELEASE_ONLY)
 
 
+def p2p_cases(*values, sanitized=False):
+    """Every case of the release build runs with ordered messages (parallel.p2p = "ordered": NCCL's
+    matching, by posting order alone), so a schedule whose messages paired up wrongly would hand a
+    stage another micro-batch's data; those the sanitizer build runs also run with tagged messages,
+    in both builds. (Where the order passes schedule/message_order's check, both match every message
+    alike.)"""
+    tagged = [pytest.param(*values, "mpi")] if sanitized else []
+    return [pytest.param(*values, "ordered", marks=RELEASE_ONLY)] + tagged
+
+
 def in_sanitized_matrix(p, m):
     return p == 3 and m in (1, p, 2 * p + 1)
 
 
-SINGLE_GRID = [case(kind, p, m, 1, sanitized=in_sanitized_matrix(p, m))
-               for kind in ("gpipe", "1f1b", "zb-h1") for p in (2, 3, 4) for m in microbatch_counts(p)]
-SINGLE_GRID += [case("interleaved-1f1b", p, m, 2, sanitized=in_sanitized_matrix(p, m))
-                for p in (2, 3, 4) for m in microbatch_counts(p)]
-SINGLE_GRID += [case("auto", p, m, 2, sanitized=(p, m) == (4, 9)) for p in (2, 4) for m in (p, 2 * p + 1)]
+SINGLE_GRID = [c for kind in ("gpipe", "1f1b", "zb-h1") for p in (2, 3, 4) for m in microbatch_counts(p)
+               for c in p2p_cases(kind, p, m, 1, sanitized=in_sanitized_matrix(p, m))]
+SINGLE_GRID += [c for p in (2, 3, 4) for m in microbatch_counts(p)
+                for c in p2p_cases("interleaved-1f1b", p, m, 2, sanitized=in_sanitized_matrix(p, m))]
+SINGLE_GRID += [c for p in (2, 4) for m in (p, 2 * p + 1) for c in p2p_cases("auto", p, m, 2, sanitized=(p, m) == (4, 9))]
 # The V-shape kinds: rank r holds virtual stages r and 2p - 1 - r (rank 0 the embedding and the head).
-SINGLE_GRID += [case("zb-v", p, m, 2, sanitized=(p, m) == (3, 7)) for p in (2, 3, 4) for m in microbatch_counts(p)]
-SINGLE_GRID += [case("v-half", p, m, 2, sanitized=(p, m) == (4, 4)) for p in (3, 4) for m in (1, p)]
-SINGLE_GRID += [case("dualpipev", p, m, 2, sanitized=(p, m) == (3, 7)) for p in (2, 3, 4) for m in (2 * p, 2 * p + 1)]
+SINGLE_GRID += [c for p in (2, 3, 4) for m in microbatch_counts(p)
+                for c in p2p_cases("zb-v", p, m, 2, sanitized=(p, m) == (3, 7))]
+SINGLE_GRID += [c for p in (3, 4) for m in (1, p) for c in p2p_cases("v-half", p, m, 2, sanitized=(p, m) == (4, 4))]
+SINGLE_GRID += [c for p in (2, 3, 4) for m in (2 * p, 2 * p + 1)
+                for c in p2p_cases("dualpipev", p, m, 2, sanitized=(p, m) == (3, 7))]
 
-
-@pytest.mark.parametrize("kind,p,m,v", SINGLE_GRID)
-def test_schedule_equals_single_rank(trident_run, kind, p, m, v):
-    overrides = pipeline_overrides(kind, p, m, v)
+@pytest.mark.parametrize("kind,p,m,v,p2p", SINGLE_GRID)
+def test_schedule_equals_single_rank(trident_run, kind, p, m, v, p2p):
+    overrides = pipeline_overrides(kind, p, m, v, 1, 1, f"parallel.p2p={p2p}")
     if kind == "interleaved-1f1b" and not interleaved_allows(p, m):
         proc, _ = trident_run(*SMALL, *overrides, ranks=p, expect=2)
         assert proc.stderr.count("trident: error:") == 1, proc.stderr
         assert "interleaved-1f1b" in proc.stderr and "multiple" in proc.stderr, proc.stderr
         return
-    got = training(run(trident_run, *overrides, ranks=p))
-    assert_same_training(reference(trident_run, m), got, f"{kind} p={p} m={m} v={v}")
+    run_dir = run(trident_run, *overrides, ranks=p)
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        recorded = f.attrs["p2p"]
+        assert (recorded.decode() if isinstance(recorded, bytes) else str(recorded)) == p2p, recorded
+    assert_same_training(reference(trident_run, m), training(run_dir), f"{kind} p={p} m={m} v={v} p2p={p2p}")
 
 
 # Pipelines inside a 3D grid, uneven and balanced partitions, recomputation, ZeRO-1.
-GRID_CASES = [
-    case("1f1b", 2, 3, 1, 2, 2, (), sanitized=True),
-    case("zb-h1", 2, 4, 1, 2, 2, ()),
-    case("interleaved-1f1b", 2, 4, 2, 2, 1, (), sanitized=True),
-    case("gpipe", 4, 4, 1, 2, 1, ()),
-    case("1f1b", 4, 9, 1, 1, 2, ()),
-    case("1f1b", 3, 5, 1, 2, 1, ()),
-    case("zb-h1", 3, 3, 1, 2, 1, ()),
-    case("1f1b", 2, 4, 1, 2, 2, ("parallel.zero=1",)),
-    case("1f1b", 3, 4, 1, 1, 1, ("parallel.stage_layers=[4,1,3]",), sanitized=True),
-    case("zb-h1", 4, 5, 1, 1, 1, ("parallel.stage_layers=[1,3,2,2]",)),
-    case("interleaved-1f1b", 3, 3, 2, 1, 1, ("parallel.stage_layers=[2,1,1,2,1,1]",), sanitized=True),
-    case("1f1b", 3, 4, 1, 1, 1, ('parallel.stage_layers="balanced"',), sanitized=True),
-    case("1f1b", 2, 4, 1, 1, 1, ('schedule.recompute="full"',)),
-    case("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',), sanitized=True),
-    case("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',), sanitized=True),
-    case("zb-h1", 2, 4, 1, 2, 1, ('schedule.recompute="selective"',), sanitized=True),
-    case("zb-v", 2, 4, 2, 2, 2, ()),
-    case("zb-v", 3, 4, 2, 1, 1, ("parallel.stage_layers=[2,1,1,1,2,1]",), sanitized=True),
-    case("zb-v", 2, 3, 2, 1, 2, ('schedule.recompute="full"', "parallel.zero=1")),
-    case("v-half", 3, 5, 2, 2, 1, ("schedule.activation_budget=0.75",)),
-    case("dualpipev", 2, 5, 2, 2, 2, ()),
-]
+GRID_CASES = [c for values in (
+    p2p_cases("1f1b", 2, 3, 1, 2, 2, (), sanitized=True),
+    p2p_cases("zb-h1", 2, 4, 1, 2, 2, ()),
+    p2p_cases("interleaved-1f1b", 2, 4, 2, 2, 1, (), sanitized=True),
+    p2p_cases("gpipe", 4, 4, 1, 2, 1, ()),
+    p2p_cases("1f1b", 4, 9, 1, 1, 2, ()),
+    p2p_cases("1f1b", 3, 5, 1, 2, 1, ()),
+    p2p_cases("zb-h1", 3, 3, 1, 2, 1, ()),
+    p2p_cases("1f1b", 2, 4, 1, 2, 2, ("parallel.zero=1",)),
+    p2p_cases("1f1b", 3, 4, 1, 1, 1, ("parallel.stage_layers=[4,1,3]",), sanitized=True),
+    p2p_cases("zb-h1", 4, 5, 1, 1, 1, ("parallel.stage_layers=[1,3,2,2]",)),
+    p2p_cases("interleaved-1f1b", 3, 3, 2, 1, 1, ("parallel.stage_layers=[2,1,1,2,1,1]",), sanitized=True),
+    p2p_cases("1f1b", 3, 4, 1, 1, 1, ('parallel.stage_layers="balanced"',), sanitized=True),
+    p2p_cases("1f1b", 2, 4, 1, 1, 1, ('schedule.recompute="full"',)),
+    p2p_cases("zb-h1", 2, 3, 1, 2, 1, ('schedule.recompute="full"',), sanitized=True),
+    p2p_cases("interleaved-1f1b", 2, 2, 2, 1, 2, ('schedule.recompute="full"',), sanitized=True),
+    p2p_cases("zb-h1", 2, 4, 1, 2, 1, ('schedule.recompute="selective"',), sanitized=True),
+    p2p_cases("zb-v", 2, 4, 2, 2, 2, ()),
+    p2p_cases("zb-v", 3, 4, 2, 1, 1, ("parallel.stage_layers=[2,1,1,1,2,1]",), sanitized=True),
+    p2p_cases("zb-v", 2, 3, 2, 1, 2, ('schedule.recompute="full"', "parallel.zero=1")),
+    p2p_cases("v-half", 3, 5, 2, 2, 1, ("schedule.activation_budget=0.75",)),
+    p2p_cases("dualpipev", 2, 5, 2, 2, 2, ()),
+) for c in values]
 
 
-@pytest.mark.parametrize("kind,p,m,v,tp,dp,extra", GRID_CASES)
-def test_pipeline_in_a_grid_equals_single_rank(trident_run, kind, p, m, v, tp, dp, extra):
+@pytest.mark.parametrize("kind,p,m,v,tp,dp,extra,p2p", GRID_CASES)
+def test_pipeline_in_a_grid_equals_single_rank(trident_run, kind, p, m, v, tp, dp, extra, p2p):
     """Against one rank: the same losses, and every weight tensor to 1e-5, or with tp or dp > 1 to
     2.5e-5. TP and DP sum in another order than one rank does, and AdamW amplifies that noise in
     near-zero gradients: the most any tensor of these cases moved is 1.9e-5 (the q and v bias of
     c_attn at tp = 2, dp = 2). Against the same tp x dp grid without a pipeline, 1e-5 again."""
-    label = f"{kind} p={p} m={m} v={v} tp={tp} dp={dp} {extra}"
-    got = training(run(trident_run, *pipeline_overrides(kind, p, m, v, tp, dp, *extra), ranks=p * tp * dp))
+    label = f"{kind} p={p} m={m} v={v} tp={tp} dp={dp} {extra} p2p={p2p}"
+    got = training(run(trident_run, *pipeline_overrides(kind, p, m, v, tp, dp, *extra, f"parallel.p2p={p2p}"),
+                       ranks=p * tp * dp))
     if tp == 1 and dp == 1:
         assert_same_training(reference(trident_run, m * dp), got, label)
         return

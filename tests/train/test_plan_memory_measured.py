@@ -137,8 +137,7 @@ LLAMA_100M = (REPO / "input_decks" / "llama-tiny.toml",
               ("model.layers=12", "model.d_model=768", "model.heads=12", "model.kv_heads=4", "model.ffn_hidden=2048",
                "model.vocab=16384"))
 RSS_CASES = [pytest.param(*family, grid, id=f"{family[0].stem}-{'-'.join(grid) or 'one-rank'}")
-             for family, grid in ((GPT2_124M, ()), (GPT2_124M, ("parallel.pp=2",)),
-                                  (GPT2_124M, ("parallel.dp=2", "parallel.zero=1")), (LLAMA_100M, ()),
+             for family, grid in ((GPT2_124M, ()), (GPT2_124M, ("parallel.pp=2",)), (LLAMA_100M, ()),
                                   (LLAMA_100M, ("parallel.tp=2",)))]
 
 
@@ -146,9 +145,10 @@ RSS_CASES = [pytest.param(*family, grid, id=f"{family[0].stem}-{'-'.join(grid) o
 @pytest.mark.parametrize("deck,shape,grid", RSS_CASES)
 def test_plan_total_is_within_10_percent_of_the_resident_peak(trident_run, deck, shape, grid):
     """/steps/peak_rss_bytes (the largest rank's resident high-water mark) against the plan's
-    total for the largest rank: weights, gradients, AdamW (under ZeRO-1 the rank's shard of it and
-    of the reduced gradients), activations and workspace, not the runtime (libraries, MPI and BLAS
-    buffers), which the plan leaves out."""
+    total for the largest rank: weights, gradients, AdamW, activations and workspace, not the
+    runtime (libraries, MPI and BLAS buffers), which the plan leaves out. (Not with data
+    parallelism: MPI's non-blocking reductions keep scratch for each bucket in flight, which
+    varies with timing; plan/memory's unit test counts ZeRO-1's shard exactly instead.)"""
     overrides = shape + grid + ("model.seq_len=256", "schedule.micro_batch_size=4", "schedule.microbatches=1",
                                 "train.steps=1", "checkpoint.every=0", "data.kind=synthetic")
     ranks = 2 if grid else 1

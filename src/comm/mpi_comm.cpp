@@ -27,29 +27,6 @@ int as_count(std::size_t count) {
   return static_cast<int>(count);
 }
 
-// "the dp group (world ranks 0, 2 on node7)", or "(world ranks 0 on node7, 2 on node8)" across
-// hosts: the group as the watchdog names it; collective over `comm`.
-std::string describe_group(MPI_Comm comm, const std::string& name) {
-  MPI_Group group, world;
-  MPI_Comm_group(comm, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
-  int size = 0;
-  MPI_Group_size(group, &size);
-  std::vector<int> ranks(static_cast<std::size_t>(size)), world_ranks(ranks.size());
-  std::iota(ranks.begin(), ranks.end(), 0);
-  MPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  const std::vector<std::string> hosts = hosts_of_ranks(comm);
-  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
-  constexpr int kListed = 8;
-  std::string text = "the " + name + " group (world rank" + (size > 1 ? "s " : " ");
-  for (int i = 0; i < std::min(size, kListed); ++i)
-    text += (i > 0 ? ", " : "") + std::to_string(world_ranks[i]) + (one_host ? "" : " on " + hosts[i]);
-  if (size > kListed) text += ", ... (" + std::to_string(size) + " ranks)";
-  return text + (one_host ? " on " + hosts[0] : "") + ")";
-}
-
 class MpiRequest final : public CommRequest {
  public:
   MpiRequest(MPI_Request request, const char* operation, const std::string& group)
@@ -139,6 +116,27 @@ class MpiComm final : public Comm {
 };
 
 }  // namespace
+
+std::string describe_group(MPI_Comm comm, const std::string& name) {
+  MPI_Group group, world;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  int size = 0;
+  MPI_Group_size(group, &size);
+  std::vector<int> ranks(static_cast<std::size_t>(size)), world_ranks(ranks.size());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  MPI_Group_translate_ranks(group, size, ranks.data(), world, world_ranks.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  const std::vector<std::string> hosts = hosts_of_ranks(comm);
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == hosts[0]; });
+  constexpr int kListed = 8;
+  std::string text = "the " + name + " group (world rank" + (size > 1 ? "s " : " ");
+  for (int i = 0; i < std::min(size, kListed); ++i)
+    text += (i > 0 ? ", " : "") + std::to_string(world_ranks[i]) + (one_host ? "" : " on " + hosts[i]);
+  if (size > kListed) text += ", ... (" + std::to_string(size) + " ranks)";
+  return text + (one_host ? " on " + hosts[0] : "") + ")";
+}
 
 std::vector<std::string> hosts_of_ranks(MPI_Comm comm) {
   int size = 0;

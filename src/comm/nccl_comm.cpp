@@ -2,34 +2,18 @@
 
 #include <nccl.h>
 
+#include "comm/mpi_comm.hpp"
+#include "comm/nccl_request.hpp"
 #include "gpu/cuda_check.hpp"
 
 namespace trident {
 
 namespace {
 
-class NcclRequest final : public CommRequest {
- public:
-  explicit NcclRequest(cudaStream_t stream) {
-    TRIDENT_GPU_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
-    TRIDENT_GPU_CHECK(cudaEventRecord(done_, stream));
-  }
-  ~NcclRequest() override { cudaEventDestroy(done_); }
-  void wait() override { TRIDENT_GPU_CHECK(cudaEventSynchronize(done_)); }
-  bool test() override {
-    const cudaError_t status = cudaEventQuery(done_);
-    if (status == cudaErrorNotReady) return false;
-    TRIDENT_GPU_CHECK(status);
-    return true;
-  }
-
- private:
-  cudaEvent_t done_ = nullptr;
-};
-
 class NcclComm final : public Comm {
  public:
-  NcclComm(MPI_Comm axis, cudaStream_t compute_stream) : compute_(compute_stream) {
+  NcclComm(MPI_Comm axis, cudaStream_t compute_stream, const std::string& name)
+      : group_(describe_group(axis, name)), compute_(compute_stream) {
     MPI_Comm_rank(axis, &rank_);
     MPI_Comm_size(axis, &size_);
     ncclUniqueId id;
@@ -56,18 +40,18 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(cudaMemcpyAsync(scalar_, &value, sizeof value, cudaMemcpyHostToDevice, stream_));
     TRIDENT_GPU_CHECK(ncclAllReduce(scalar_, scalar_, 1, ncclDouble, ncclSum, comm_, stream_));
     TRIDENT_GPU_CHECK(cudaMemcpyAsync(&value, scalar_, sizeof value, cudaMemcpyDeviceToHost, stream_));
-    TRIDENT_GPU_CHECK(cudaStreamSynchronize(stream_));
+    queued("all-reduce")->wait();
     return value;
   }
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
     after_compute();
     TRIDENT_GPU_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
-    return queued();
+    return queued("all-reduce");
   }
   void all_gather(const float* send, float* recv, std::size_t count) override {
     after_compute();
     TRIDENT_GPU_CHECK(ncclAllGather(send, recv, count, ncclFloat, comm_, stream_));
-    queued()->wait();
+    queued("all-gather")->wait();
   }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     reduce_scatter_sum_async(send, recv, count)->wait();
@@ -75,12 +59,12 @@ class NcclComm final : public Comm {
   CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override {
     after_compute();
     TRIDENT_GPU_CHECK(ncclReduceScatter(send, recv, count, ncclFloat, ncclSum, comm_, stream_));
-    return queued();
+    return queued("reduce-scatter");
   }
   void broadcast(float* data, std::size_t count, int root) override {
     after_compute();
     TRIDENT_GPU_CHECK(ncclBroadcast(data, data, count, ncclFloat, root, comm_, stream_));
-    queued()->wait();
+    queued("broadcast")->wait();
   }
   // The tag is not sent (see nccl_comm.hpp): order carries the matching.
   CommRequestPtr send_async(const float* data, std::size_t count, int peer, int /*tag*/) override {
@@ -88,13 +72,13 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(ncclGroupStart());
     TRIDENT_GPU_CHECK(ncclSend(data, count, ncclFloat, peer, comm_, stream_));
     TRIDENT_GPU_CHECK(ncclGroupEnd());
-    return queued();
+    return queued("send");
   }
   CommRequestPtr recv_async(float* data, std::size_t count, int peer, int /*tag*/) override {
     TRIDENT_GPU_CHECK(ncclGroupStart());
     TRIDENT_GPU_CHECK(ncclRecv(data, count, ncclFloat, peer, comm_, stream_));
     TRIDENT_GPU_CHECK(ncclGroupEnd());
-    return queued();
+    return queued("receive");
   }
 
  private:
@@ -103,8 +87,9 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(cudaEventRecord(compute_done_, compute_));
     TRIDENT_GPU_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
   }
-  CommRequestPtr queued() { return std::make_unique<NcclRequest>(stream_); }
+  CommRequestPtr queued(const char* operation) { return std::make_unique<NcclRequest>(stream_, operation, group_); }
 
+  std::string group_;  // as the watchdog names it
   int rank_ = 0;
   int size_ = 1;
   ncclComm_t comm_ = nullptr;
@@ -116,8 +101,8 @@ class NcclComm final : public Comm {
 
 }  // namespace
 
-std::unique_ptr<Comm> make_nccl_comm(MPI_Comm axis, cudaStream_t compute_stream) {
-  return std::make_unique<NcclComm>(axis, compute_stream);
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm axis, cudaStream_t compute_stream, const std::string& name) {
+  return std::make_unique<NcclComm>(axis, compute_stream, name);
 }
 
 }  // namespace trident

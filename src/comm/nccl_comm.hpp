@@ -6,22 +6,24 @@
 // test() polls and wait() blocks on the stream's event.
 //
 // Point to point: NCCL matches a send with the peer's receives in the order they are issued (it
-// carries no tag), so both ranks must issue each pair's messages in the same order, and a receive
-// must not be queued ahead of a send that its sender waits for. The pipeline executor posts
-// receives ahead and therefore stays on the MPI communicator until its NCCL mode issues each
-// action's messages as one group.
+// carries no tag), and runs a communicator's operations in the order they were queued on its one
+// stream, so a receive queued ahead holds up every later send: the pipeline's messages use
+// nccl_pipeline_comm.hpp's channels instead.
 #pragma once
 
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 
 #include "comm/comm.hpp"
 
 namespace trident {
 
-// Collective over `axis` (every rank of it must call this together).
-std::unique_ptr<Comm> make_nccl_comm(MPI_Comm axis, cudaStream_t compute_stream = nullptr);
+// Collective over `axis` (every rank of it must call this together). Its waits are watched as
+// MpiComm's are, reported as in "the `name` group (world ranks ...)".
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm axis, cudaStream_t compute_stream = nullptr,
+                                     const std::string& name = "NCCL");
 
 }  // namespace trident

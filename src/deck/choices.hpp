@@ -59,13 +59,21 @@ inline constexpr std::array<Choice<Recompute>, 3> kRecomputeModes{
     {{Recompute::none, "none"}, {Recompute::full, "full"}, {Recompute::selective, "selective"}}};
 constexpr const auto& choices(Recompute) { return kRecomputeModes; }
 
-// parallel.p2p: how pipeline messages find their receive. tagged: MPI matches each by its tag
-// (micro-batch, virtual stage, direction); ordered: as NCCL does, by posting order alone, one FIFO
-// per pair of ranks and direction (schedule/message_order.hpp proves the schedule allows it).
-enum class P2pMatching { tagged, ordered };
-inline constexpr std::array<Choice<P2pMatching>, 2> kP2pMatchings{
-    {{P2pMatching::tagged, "mpi"}, {P2pMatching::ordered, "ordered"}}};
+// parallel.p2p: how pipeline messages find their receive. tagged ("mpi"): MPI matches each by its
+// tag (micro-batch, virtual stage, direction); ordered: by posting order alone, one FIFO per pair
+// of ranks and direction, as NCCL matches them (schedule/message_order.hpp proves the schedule
+// allows it), over MPI; nccl: the same order over NCCL (the GPU build). automatic: nccl on the GPU
+// build, tagged on the CPU build (grid/process_grid.hpp resolves it).
+enum class P2pMatching { automatic, tagged, ordered, nccl };
+inline constexpr std::array<Choice<P2pMatching>, 4> kP2pMatchings{{{P2pMatching::automatic, "auto"},
+                                                                   {P2pMatching::tagged, "mpi"},
+                                                                   {P2pMatching::ordered, "ordered"},
+                                                                   {P2pMatching::nccl, "nccl"}}};
 constexpr const auto& choices(P2pMatching) { return kP2pMatchings; }
+// Whether messages pair up by posting order (the tag names the direction, not the message).
+constexpr bool matches_in_order(P2pMatching matching) {
+  return matching == P2pMatching::ordered || matching == P2pMatching::nccl;
+}
 
 // parallel.order: the three grid axes, fastest-varying first in the world rank.
 enum class Axis { tp, pp, dp };

@@ -55,7 +55,7 @@ struct ParallelConfig {
   bool sequence_parallel = false;
   int zero = 0;                    // 1 = ZeRO-1: AdamW state sharded across the dp group
   double bucket_mb = 25.0;         // data-parallel gradient all-reduce bucket size (MiB)
-  P2pMatching p2p = P2pMatching::tagged;
+  P2pMatching p2p = P2pMatching::automatic;  // resolved by make_process_grid
 
   int world_size() const { return tp * pp * dp; }
 };

@@ -4,10 +4,12 @@
 #include <vector>
 
 #include "comm/mpi_comm.hpp"
+#include "common/error.hpp"
 #include "kernels/device.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
 #include "comm/host_staged_comm.hpp"
 #include "comm/nccl_comm.hpp"
+#include "comm/nccl_pipeline_comm.hpp"
 #endif
 
 namespace trident {
@@ -16,16 +18,19 @@ namespace {
 
 // The Comm of one group (`split` holds its ranks). The CPU build talks MPI on every axis. The GPU
 // build runs the collectives of tp, dp and the embedding group on NCCL, after the kernels queued so
-// far; the pipeline's point-to-point messages go through MPI on host copies: the executor posts its
-// receives ahead, which NCCL's in-order matching without tags would turn into a deadlock.
+// far; the pipeline's messages on NCCL too (one channel per peer and direction, comm/
+// nccl_pipeline_comm.hpp), or on MPI through host copies (parallel.p2p "mpi" or "ordered").
 enum class Traffic { collectives, point_to_point };
 
-std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic, const std::string& name) {
+std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic, P2pMatching p2p, const std::string& name) {
 #ifdef KOKKOS_ENABLE_CUDA
+  if (traffic == Traffic::point_to_point && p2p == P2pMatching::nccl)
+    return make_nccl_pipeline_comm(split, ExecSpace().cuda_stream());
   if (traffic == Traffic::point_to_point) return make_host_staged_comm(make_mpi_comm(split, name));
-  return make_nccl_comm(split, ExecSpace().cuda_stream());
+  return make_nccl_comm(split, ExecSpace().cuda_stream(), name);
 #else
   (void)traffic;
+  (void)p2p;
   return make_mpi_comm(split, name);
 #endif
 }
@@ -36,8 +41,8 @@ std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const
   if (group.size() == 1) return make_local_comm();
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, group.front(), coordinate(rank_to_coords(world_rank, config), axis), &split);
-  auto comm =
-      group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives, std::string(word_of(axis)));
+  auto comm = group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives, config.p2p,
+                         std::string(word_of(axis)));
   MPI_Comm_free(&split);
   return comm;
 }
@@ -51,14 +56,28 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, color, grid.pp_rank(), &split);
   if (!member) return make_local_comm();
-  auto comm = group_comm(split, Traffic::collectives, "embedding");
+  auto comm = group_comm(split, Traffic::collectives, config.p2p, "embedding");
   MPI_Comm_free(&split);
   return comm;
 }
 
 }  // namespace
 
-ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config, ChunkPlacement placement) {
+P2pMatching resolve_p2p(P2pMatching p2p) {
+#ifdef KOKKOS_ENABLE_CUDA
+  return p2p == P2pMatching::automatic ? P2pMatching::nccl : p2p;
+#else
+  if (p2p == P2pMatching::nccl)
+    throw InputError(
+        "parallel.p2p = \"nccl\" needs the GPU build (the cuda preset); on a CPU, \"ordered\" runs the pipeline's "
+        "messages in NCCL's order over MPI");
+  return p2p == P2pMatching::automatic ? P2pMatching::tagged : p2p;
+#endif
+}
+
+ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& requested, ChunkPlacement placement) {
+  ParallelConfig config = requested;
+  config.p2p = resolve_p2p(requested.p2p);
   ProcessGrid grid;
   grid.config = config;
   grid.head_pp_rank = head_rank(placement, config.pp);

@@ -46,9 +46,14 @@ struct ProcessGrid {
   bool holds_head() const { return pp_rank() == head_pp_rank; }
 };
 
+// parallel.p2p as this build runs it: "auto" is nccl on the GPU build and mpi (tagged) on the CPU
+// build, where nccl is an InputError.
+P2pMatching resolve_p2p(P2pMatching p2p);
+
 // Collective over `world`, whose size must be config.world_size() (checked by the caller).
-// `placement`: where the schedule puts the chunks (which pipeline rank holds the head).
-ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& config,
+// `placement`: where the schedule puts the chunks (which pipeline rank holds the head). The grid's
+// config holds parallel.p2p resolved.
+ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& requested,
                               ChunkPlacement placement = ChunkPlacement::interleaved);
 
 // Every rank's host and coordinates, one line per rank.

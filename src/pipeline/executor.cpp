@@ -49,7 +49,7 @@ class StepRun {
 
   FloatBuffer take_buffer();
   int wire_tag(const StepOp& op) const {
-    return options_.p2p == P2pMatching::ordered ? static_cast<int>(op.direction) : op.tag;
+    return matches_in_order(options_.p2p) ? static_cast<int>(op.direction) : op.tag;
   }
   void post_receives_from(std::size_t index);
   void receive(const StepOp& op);
@@ -238,7 +238,7 @@ PipelineExecutor::PipelineExecutor(const Schedule& schedule, Comm& pipeline, Opt
     throw std::invalid_argument("PipelineExecutor: the pipeline group has " + std::to_string(pipeline.size()) +
                                 " ranks but the schedule " + std::to_string(schedule.stages) + " stages");
   if (!options_.clock || !options_.on_timeout) throw std::invalid_argument("PipelineExecutor: clock and on_timeout are required");
-  if (options_.p2p == P2pMatching::ordered)
+  if (matches_in_order(options_.p2p))
     if (const std::string problem = find_message_order_problem(schedule); !problem.empty())
       throw std::logic_error("PipelineExecutor: the " + word_of(schedule.kind) +
                              " schedule cannot run with ordered messages: " + problem);

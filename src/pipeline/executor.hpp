@@ -44,9 +44,11 @@ class PipelineExecutor {
     // Optional: how the timeout message names a pipeline rank (e.g. with its host); by default
     // "pipeline rank N".
     std::function<std::string(int)> describe_peer;
-    // ordered: a message travels with its direction as tag, so MPI, which matches messages of one
-    // source and tag in the order they were posted, pairs them as NCCL would: by posting order,
-    // one FIFO per pair of ranks and direction (the schedule must pass find_message_order_problem).
+    // How `pipeline` matches messages (resolved, not automatic). ordered and nccl: a message
+    // travels with its direction as tag, and the Comm pairs messages of one peer and tag in the
+    // order they were posted (MPI's non-overtaking rule; the NCCL pipeline Comm's channels): NCCL's
+    // matching, one FIFO per pair of ranks and direction (the schedule must pass
+    // find_message_order_problem).
     P2pMatching p2p = P2pMatching::tagged;
   };
 

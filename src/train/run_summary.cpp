@@ -69,7 +69,7 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << "  grid    tp " << grid.tp << " x pp " << grid.pp << " x dp " << grid.dp << " = " << grid.world_size()
       << " ranks (order " << word_of(grid.order) << (grid.zero == 1 ? ", ZeRO-1" : "")
       << (grid.sequence_parallel ? ", sequence parallel" : "")
-      << (grid.p2p == P2pMatching::ordered ? ", ordered pipeline messages" : "") << ")\n"
+      << (grid.pp > 1 ? ", pipeline messages " + std::string(word_of(grid.p2p)) : "") << ")\n"
       << run.rank_layout << "  batch   " << grid.dp << " replicas × " << deck.schedule.microbatches
       << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
       << " tokens/step, " << run.data << "\n"

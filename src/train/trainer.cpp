@@ -142,7 +142,9 @@ struct Trainer::State {
         work(std::make_unique<StageWork>(deck, schedule, grid, partition, inputs, targets,
                                          pipeline_options())),  // deck: the copy this State keeps
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
-        predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {}
+        predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {
+    deck.parallel.p2p = grid.config.p2p;  // as this build runs it (auto resolved)
+  }
 
   // A timestamp waits for the device work queued before it (a no-op on the CPU build), so that a GPU
   // action's event spans its kernels rather than their launch.
@@ -171,7 +173,7 @@ struct Trainer::State {
             [this](const std::string& what) { abort_job(what); },
             [this] { return tp_collective_events(); },
             [this](int pipeline_rank) { return describe_pipeline_peer(grid, pipeline_rank); },
-            deck.parallel.p2p};
+            grid.config.p2p};
   }
 
   // The TP group's collectives since the last call, one event per kind on the run's clock (none
@@ -274,7 +276,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
   run_dir_lock_ = lock_run_dir(deck, world, log);
   state_ = std::make_unique<State>(deck, world, log);
   State& s = *state_;
-  RunSummary run{deck,
+  RunSummary run{s.deck,  // parallel.p2p resolved
                  s.schedule,
                  s.partition,
                  s.predicted_bubble,

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "comm/nccl_pipeline_comm.hpp"
 #include "device_vector.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_selection.hpp"
@@ -22,7 +23,14 @@ using testing_mpi::world_size;
 
 using DeviceFloats = DeviceVector<float>;
 
-class NcclCommTest : public ::testing::Test {
+// A Comm over the world on one GPU per rank; the test skips where the node has fewer GPUs than
+// ranks (NCCL needs a GPU per rank).
+using MakeComm = std::unique_ptr<Comm> (*)();
+std::unique_ptr<Comm> world_nccl_comm() { return make_nccl_comm(MPI_COMM_WORLD); }
+std::unique_ptr<Comm> world_nccl_pipeline_comm() { return make_nccl_pipeline_comm(MPI_COMM_WORLD); }
+
+template <MakeComm kMakeComm>
+class GpuCommTest : public ::testing::Test {
  protected:
   void SetUp() override {
     TRIDENT_SKIP_WITHOUT_GPU();
@@ -32,10 +40,12 @@ class NcclCommTest : public ::testing::Test {
     if (devices < placement.local_ranks)
       GTEST_SKIP() << "skipped: " << placement.local_ranks << " ranks on this node but " << devices << " GPU(s)";
     select_device(MPI_COMM_WORLD);
-    comm = make_nccl_comm(MPI_COMM_WORLD);
+    comm = kMakeComm();
   }
   std::unique_ptr<Comm> comm;
 };
+using NcclCommTest = GpuCommTest<&world_nccl_comm>;
+using NcclPipelineCommTest = GpuCommTest<&world_nccl_pipeline_comm>;
 
 TEST_F(NcclCommTest, AllReduceSumsEveryRanksValues) {
   const int r = world_rank(), n = world_size();
@@ -84,6 +94,33 @@ TEST_F(NcclCommTest, PointToPointMessagesArriveInTheOrderTheyWereSent) {
   }
   for (auto& request : requests) request->wait();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(received[i].to_host(), std::vector<float>(4, static_cast<float>(100 * peer + i)));
+}
+
+// Each rank posts all its receives first, both directions, as the executor posts them ahead, and
+// only then sends: on one communicator the early receives would hold up the sends behind them and
+// neither rank would finish. Each channel delivers in posting order.
+TEST_F(NcclPipelineCommTest, ReceivesPostedAheadHoldUpNoSendAndEachChannelKeepsItsOrder) {
+  const int r = world_rank(), peer = r ^ 1;
+  ASSERT_LT(peer, world_size()) << "run on an even number of ranks";
+  constexpr int kMessages = 3, kTags = 2;
+  std::vector<DeviceFloats> sent, received;
+  for (int tag = 0; tag < kTags; ++tag) {
+    for (int i = 0; i < kMessages; ++i) {
+      sent.emplace_back(std::vector<float>(4, static_cast<float>(100 * r + 10 * tag + i)));
+      received.emplace_back(std::vector<float>(4, -1.0f));
+    }
+  }
+  std::vector<CommRequestPtr> requests;
+  for (int k = 0; k < kTags * kMessages; ++k)
+    requests.push_back(comm->recv_async(received[k].data, 4, peer, k / kMessages));
+  for (int k = 0; k < kTags * kMessages; ++k)
+    requests.push_back(comm->send_async(sent[k].data, 4, peer, k / kMessages));
+  for (auto& request : requests) request->wait();
+  for (int k = 0; k < kTags * kMessages; ++k)
+    EXPECT_EQ(received[k].to_host(),
+              std::vector<float>(4, static_cast<float>(100 * peer + 10 * (k / kMessages) + k % kMessages)))
+        << "message " << k % kMessages << " of tag " << k / kMessages;
+  EXPECT_DOUBLE_EQ(comm->all_reduce_sum(1.0), world_size());  // its collectives run on the whole group
 }
 
 }  // namespace

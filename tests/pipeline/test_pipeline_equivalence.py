@@ -64,14 +64,20 @@ def case(*values, sanitized=False):
     return pytest.param(*values, marks=() if sanitized else RELEASE_ONLY)
 
 
+# The ordered matching the release cases run: "ordered" (NCCL's order over MPI) on the CPU build;
+# TRIDENT_TEST_P2P=nccl with the GPU build's trident runs them over NCCL (README, "GPU build").
+ORDERED = os.environ.get("TRIDENT_TEST_P2P", "ordered")
+
+
 def p2p_cases(*values, sanitized=False):
-    """Every case of the release build runs with ordered messages (parallel.p2p = "ordered": NCCL's
+    """The release build runs every case with ordered messages (parallel.p2p = "ordered": NCCL's
     matching, by posting order alone), so a schedule whose messages paired up wrongly would hand a
-    stage another micro-batch's data; those the sanitizer build runs also run with tagged messages,
-    in both builds. (Where the order passes schedule/message_order's check, both match every message
-    alike.)"""
-    tagged = [pytest.param(*values, "mpi")] if sanitized else []
-    return [pytest.param(*values, "ordered", marks=RELEASE_ONLY)] + tagged
+    stage another micro-batch's data; the sanitizer build runs its cases with tagged messages (the
+    default on a CPU, which every other multi-rank test runs too). Where the order passes
+    schedule/message_order's check, both match every message alike."""
+    if SANITIZED:
+        return [pytest.param(*values, "mpi", marks=() if sanitized else RELEASE_ONLY)]
+    return [pytest.param(*values, ORDERED)]
 
 
 def in_sanitized_matrix(p, m):
@@ -103,6 +109,15 @@ def test_schedule_equals_single_rank(trident_run, kind, p, m, v, p2p):
         recorded = f.attrs["p2p"]
         assert (recorded.decode() if isinstance(recorded, bytes) else str(recorded)) == p2p, recorded
     assert_same_training(reference(trident_run, m), training(run_dir), f"{kind} p={p} m={m} v={v} p2p={p2p}")
+
+
+@pytest.mark.skipif(ORDERED == "nccl", reason="the GPU build has NCCL")
+def test_nccl_messages_need_the_gpu_build(trident_run):
+    """The CPU build has no NCCL: parallel.p2p = "nccl" exits 2 before any compute, naming the key and
+    the CPU's way to run the same order ("ordered")."""
+    proc, _ = trident_run(*SMALL, *pipeline_overrides("1f1b", 2, 2), "parallel.p2p=nccl", ranks=2, expect=2)
+    assert proc.stderr.count("trident: error:") == 1, proc.stderr
+    assert 'parallel.p2p = "nccl" needs the GPU build' in proc.stderr and '"ordered"' in proc.stderr, proc.stderr
 
 
 # Pipelines inside a 3D grid, uneven and balanced partitions, recomputation, ZeRO-1.

@@ -122,9 +122,10 @@ int main(int argc, char** argv) {
   }
   const trident::Options options = trident::parse(argc, argv);
 #ifdef KOKKOS_ENABLE_CUDA
-  trident::select_device(MPI_COMM_WORLD);
-#endif
+  Kokkos::initialize(Kokkos::InitializationSettings().set_device_id(trident::select_device(MPI_COMM_WORLD)));
+#else
   Kokkos::initialize(argc, argv);
+#endif
   {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

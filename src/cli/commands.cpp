@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -154,6 +155,7 @@ int plan_command(const CliArgs& args) {
       const Machine machine = load_machine(args.machine_path);
       Deck predicted = deck;  // print_plan accepted `ranks`: a multiple of tp * pp
       predicted.parallel.dp = ranks / (deck.parallel.tp * deck.parallel.pp);
+      std::optional<StepPrediction> searched;  // the search predicts the deck's own grid too
       if (args.search) {
         constexpr int kShown = 10;
         const GridSearch search = search_grids(predicted, machine, ranks, kShown);
@@ -162,8 +164,9 @@ int plan_command(const CliArgs& args) {
           return kExitOk;
         }
         print_search(text, machine, ranks, search);
+        searched = search.deck_grid.prediction;
       }
-      const StepPrediction prediction = predict_step(predicted, machine);
+      const StepPrediction prediction = searched ? *searched : predict_step(predicted, machine);
       if (args.json && !args.search) {
         print_prediction_json(std::cout, predicted, machine, prediction);
         return kExitOk;

@@ -7,12 +7,15 @@ tp 2 and dp 2 with one thread per rank, each rank bound to a core of its own (dp
 batch splits); and the same model and optimizer in PyTorch (bench/pytorch_model.py) at each thread
 setting of --torch-settings, of which the fastest is the reference. Prints step-time medians, the
 ratio to PyTorch, and MFU against the sgemm peak that trident's ranks measured at start-up in the
-same run (summed over the ranks: each measures its own with its threads), the BLAS core type that
-ran, and the machine's load average before and after.
+same run (summed over the ranks: each measures its own with its threads), the MFU that 1.5x
+PyTorch would take, the BLAS core type that ran, and the machine's load average before and after.
+--rounds N repeats each config's runs back to back and takes each ratio within a round: this VM's
+speed drifts by several percent over minutes, and only a ratio measured side by side survives it.
 """
 import argparse
 import os
 import shlex
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -65,25 +68,48 @@ def grids_for(cfg, requested):
     return [g for g in requested if cfg["batch"] % GRIDS[g][1] == 0 and cfg["heads"] % GRIDS[g][0] == 0]
 
 
-def bench_config(args, name, env):
-    cfg = CONFIGS[name]
-    flops = flops_per_step(cfg)
-    torch_runs = pytorch_best(args, cfg, env)
-    torch_ms, (intra, blas), _ = torch_runs[0]
-    rows, blas_seen = [], set()
+def one_round(args, cfg, name, env):
+    """PyTorch at each setting, then trident on each grid: ms/step of each, and the runs' details."""
+    torch_ms = {setting: ms for ms, setting, _ in pytorch_best(args, cfg, env)}
+    trident = {}
     for grid in grids_for(cfg, args.grids):
         print(f"  {name}: trident {grid} ...", file=sys.stderr, flush=True)
-        run = trident_grid(args, cfg, grid, env)
-        blas_seen.add(run["blas"])
-        gflops = flops / run["seconds"] / 1e9
-        rows.append([name, f"trident {grid}", f"{run['ranks']}×{run['threads']}", f"{1e3 * run['seconds']:.0f}",
-                     f"{cfg['batch'] * cfg['seq_len'] / run['seconds']:.0f}", f"{gflops:.1f}",
-                     f"{100 * gflops / run['peak_gflops']:.1f}%", f"{run['peak_gflops']:.1f}",
-                     f"{torch_ms / (1e3 * run['seconds']):.2f}"])
-    for ms, (i, b), _ in torch_runs:
-        rows.append([name, f"torch {i}/{b}", f"1×{max(i, b)}", f"{ms:.0f}",
-                     f"{cfg['batch'] * cfg['seq_len'] / (ms / 1e3):.0f}", f"{flops / (ms / 1e3) / 1e9:.1f}", "", "",
-                     "1.00" if (i, b) == (intra, blas) else f"{torch_ms / ms:.2f}"])
+        trident[grid] = trident_grid(args, cfg, grid, env)
+    return torch_ms, trident
+
+
+def spread(values, digits):
+    """The median, and [lowest, highest] when there is more than one value."""
+    text = f"{statistics.median(values):.{digits}f}"
+    return text if len(values) == 1 else f"{text} [{min(values):.{digits}f}, {max(values):.{digits}f}]"
+
+
+def bench_config(args, name, env):
+    """Rows for one config. Each round times PyTorch and trident back to back; a row's ratio is the
+    median over rounds of the ratio within a round, so that the VM's drift between rounds cancels."""
+    cfg = CONFIGS[name]
+    flops = flops_per_step(cfg)
+    rounds = [one_round(args, cfg, name, env) for _ in range(args.rounds)]
+    best_torch = [min(torch_ms.values()) for torch_ms, _ in rounds]
+    rows, blas_seen = [], set()
+    for grid in rounds[0][1]:
+        runs = [trident[grid] for _, trident in rounds]
+        blas_seen |= {run["blas"] for run in runs}
+        seconds = statistics.median(run["seconds"] for run in runs)
+        peak = statistics.median(run["peak_gflops"] for run in runs)
+        gflops = flops / seconds / 1e9
+        # PyTorch's model GFLOP/s times 1.5, against this row's peak: the MFU that 1.5x PyTorch takes.
+        mfu_for_target = 1.5 * flops / (statistics.median(best_torch) / 1e3) / 1e9 / peak
+        rows.append([name, f"trident {grid}", f"{runs[0]['ranks']}×{runs[0]['threads']}", f"{1e3 * seconds:.0f}",
+                     f"{cfg['batch'] * cfg['seq_len'] / seconds:.0f}", f"{gflops:.1f}", f"{100 * gflops / peak:.1f}%",
+                     f"{100 * mfu_for_target:.1f}%", f"{peak:.1f}",
+                     spread([torch / (1e3 * run["seconds"]) for torch, run in zip(best_torch, runs)], 2)])
+    for setting in rounds[0][0]:
+        intra, blas = setting
+        ms = statistics.median(torch_ms[setting] for torch_ms, _ in rounds)
+        rows.append([name, f"torch {intra}/{blas}", f"1×{max(intra, blas)}", f"{ms:.0f}",
+                     f"{cfg['batch'] * cfg['seq_len'] / (ms / 1e3):.0f}", f"{flops / (ms / 1e3) / 1e9:.1f}", "", "", "",
+                     spread([best / torch_ms[setting] for best, (torch_ms, _) in zip(best_torch, rounds)], 2)])
     return rows, blas_seen
 
 
@@ -99,6 +125,8 @@ def parse_args():
                         help="trident's model.attention (default tiled)")
     parser.add_argument("--steps", type=int, default=8, help="training steps per run (default 8)")
     parser.add_argument("--warmup", type=int, default=2, help="leading steps left out of the medians (default 2)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="times to repeat each config's PyTorch and trident runs, back to back (default 1)")
     parser.add_argument("--bind", choices=("cores", "none"), default="cores",
                         help="2-rank runs: each rank bound to a core of its own (default) or not bound")
     parser.add_argument("--mpirun", default="mpirun")
@@ -116,6 +144,8 @@ def parse_args():
         unknown = [v for v in values if v not in valid]
         if unknown:
             parser.error(f"unknown {what} {', '.join(unknown)}; valid: {', '.join(valid)}")
+    if args.rounds < 1:
+        parser.error(f"--rounds wants 1 or more, got {args.rounds}")
     if args.steps <= args.warmup:
         parser.error(f"--steps {args.steps} must exceed --warmup {args.warmup}")
     if not args.trident.is_file():
@@ -142,9 +172,12 @@ def main():
           f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"trident: model.attention = {args.attention}; {' / '.join(sorted(blas_seen))}")
     print("MFU = model GFLOP/s / the sgemm peak the run's ranks measured at start-up (summed); "
-          f"vs torch = torch's best ms/step / this row's; medians over steps {args.warmup + 1}..{args.steps}; "
+          f"MFU for 1.5x = the MFU at which this row would run 1.5x PyTorch's best; "
+          f"vs torch = torch's best ms/step / this row's, within each round; medians over steps "
+          f"{args.warmup + 1}..{args.steps}, then over {args.rounds} round(s) [lowest, highest]; "
           "torch I/B = intra-op / BLAS threads")
-    header = ["config", "run", "ranks×threads", "ms/step", "tokens/s", "GFLOP/s", "MFU", "peak GFLOP/s", "vs torch"]
+    header = ["config", "run", "ranks×threads", "ms/step", "tokens/s", "GFLOP/s", "MFU", "MFU for 1.5x",
+              "peak GFLOP/s", "vs torch"]
     table = [header] + rows
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:

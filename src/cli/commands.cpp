@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,17 +31,28 @@ namespace trident {
 
 namespace {
 
+// The one line a failure prints: its kind's prefix and message; a logic error is an invariant
+// broken inside trident, not the user's doing, and says so.
+std::string failure_line(const std::exception& error) {
+  if (dynamic_cast<const InputError*>(&error)) return std::string("trident: error: ") + error.what();
+  if (dynamic_cast<const std::logic_error*>(&error))
+    return std::string("trident: internal error: ") + error.what() +
+           " (a bug in trident: please report it with the deck, the command line and this message)";
+  return std::string("trident: runtime failure: ") + error.what();
+}
+
+int exit_code_of(const std::exception& error) {
+  return dynamic_cast<const InputError*>(&error) ? kExitBadInput : kExitRuntimeFailure;
+}
+
 // Runs `body` and turns its exceptions into exit codes with one message on stderr.
 template <class Body>
 int report_errors(Body&& body) {
   try {
     return body();
-  } catch (const InputError& error) {
-    std::cerr << "trident: error: " << error.what() << "\n";
-    return kExitBadInput;
   } catch (const std::exception& error) {
-    std::cerr << "trident: runtime failure: " << error.what() << "\n";
-    return kExitRuntimeFailure;
+    std::cerr << failure_line(error) << "\n";
+    return exit_code_of(error);
   }
 }
 
@@ -55,12 +67,9 @@ int collectively(MPI_Comm comm, Body&& body) {
   std::string message;
   try {
     body();
-  } catch (const InputError& error) {
-    code = kExitBadInput;
-    message = std::string("trident: error: ") + error.what();
   } catch (const std::exception& error) {
-    code = kExitRuntimeFailure;
-    message = std::string("trident: runtime failure: ") + error.what();
+    code = exit_code_of(error);
+    message = failure_line(error);
   }
   int worst = code;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, comm);
@@ -84,7 +93,7 @@ int or_abort(MPI_Comm comm, Body&& body) {
       body();
     } catch (const CollectiveFailure& failure) {
       every_rank_failed = true;
-      if (rank == 0) std::cerr << "trident: runtime failure: " << failure.what() << "\n";
+      if (rank == 0) std::cerr << failure_line(failure) << "\n";
       return kExitRuntimeFailure;
     }
     return kExitOk;

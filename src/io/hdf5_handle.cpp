@@ -1,5 +1,7 @@
 #include "io/hdf5_handle.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -27,12 +29,22 @@ herr_t keep_innermost(unsigned depth, const H5E_error2_t* entry, void* innermost
   return 0;
 }
 
+// The file drivers' reason for a failed system call is a dump of their state ("file write failed:
+// time = ..., errno = 28, error message = '...', buf = ..."): keep its first clause and the OS's reason.
+std::string without_driver_dump(const std::string& reason) {
+  const std::size_t errno_at = reason.find("errno = ");
+  if (errno_at == std::string::npos) return reason;
+  const int os_error = std::atoi(reason.c_str() + errno_at + 8);
+  return reason.substr(0, reason.find(':')) + ": " + std::strerror(os_error);
+}
+
 }  // namespace
 
 void throw_hdf5_failure(const std::string& file, const std::string& operation) {
   std::string reason;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &reason);
   H5Eclear2(H5E_DEFAULT);
+  reason = without_driver_dump(reason);
   throw std::runtime_error("HDF5: " + operation + " failed for '" + file + "'" +
                            (reason.empty() ? "" : ": " + reason));
 }

@@ -203,7 +203,9 @@ struct Trainer::State {
   }
 
   void measure_gemm_peak(RunSummary& run);
-  void open_timeline(const RunSummary& run);
+  void open_timeline();
+  template <class Write>
+  void write_timeline(Write&& write);
   StepTotals train_step(int step);
   void evaluate_after(int step, StepTotals& totals);
   void load_microbatches(int step);
@@ -239,6 +241,7 @@ struct Trainer::State {
   int start_step = 0;                        // the checkpoint's step when resuming
   int saved_step = -1;                       // of the last checkpoint this run wrote
   EventLog events;                           // this rank's events of the step in progress
+  Attributes timeline_root_attributes;       // world rank 0, until run() opens the timeline
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
 
@@ -255,16 +258,33 @@ void Trainer::State::measure_gemm_peak(RunSummary& run) {
   }
 }
 
-// World rank 0 writes the timeline; a resumed run continues it after the checkpoint's step.
-void Trainer::State::open_timeline(const RunSummary& run) {
+// World rank 0 writes the timeline; a resumed run continues it after the checkpoint's step. Opened
+// by run(), not the constructor: a file that fails half-way cannot be closed, and only the job's
+// abort (run()'s failure path) ends the process without HDF5 closing it again at MPI_Finalize.
+void Trainer::State::open_timeline() {
   if (!is_root()) return;
   const std::string path = (std::filesystem::path(deck.output.dir) / kTimelineFile).string();
-  const Attributes attributes = timeline_attributes(run);
+  const Attributes attributes = std::exchange(timeline_root_attributes, {});
   const int stages = deck.parallel.pp;
-  timeline = start_step > 0
-                 ? std::make_unique<TimelineWriter>(path, attributes, stages, TimelineWriter::Resume{start_step})
-                 : std::make_unique<TimelineWriter>(path, attributes, stages);
+  write_timeline([&] {
+    timeline = start_step > 0
+                   ? std::make_unique<TimelineWriter>(path, attributes, stages, TimelineWriter::Resume{start_step})
+                   : std::make_unique<TimelineWriter>(path, attributes, stages);
+  });
   if (!timeline->note().empty()) log << "  " << timeline->note() << "\n";
+}
+
+// A timeline that cannot be written (its file system full, or gone) ends the run, saying what to do:
+// the checkpoints are separate files, untouched, and a rerun resumes from the latest.
+template <class Write>
+void Trainer::State::write_timeline(Write&& write) {
+  try {
+    write();
+  } catch (const std::runtime_error& error) {
+    throw std::runtime_error("timeline not written: " + std::string(error.what()) +
+                             "; free space there or set output.dir to another file system, then run again "
+                             "(checkpoint.resume = \"auto\" continues from the latest checkpoint)");
+  }
 }
 
 Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std::string& mpi_summary) {
@@ -301,7 +321,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
         resume_from_checkpoint(deck, s.grid, s.work->model.params(), *s.work->optimizer, s.data_position(), log);
   }
   install_stop_signal_handlers();
-  s.open_timeline(run);
+  if (s.is_root()) s.timeline_root_attributes = timeline_attributes(run);
 }
 
 Trainer::~Trainer() = default;
@@ -309,6 +329,7 @@ Trainer::~Trainer() = default;
 int Trainer::run() {
   State& s = *state_;
   const Deck& deck = s.deck;
+  s.open_timeline();
   ProgressPrinter progress(s.log, s.start_step, deck.train.steps, deck.output.log_every, deck.parallel.pp > 1);
   if (s.start_step >= deck.train.steps && s.is_root())
     s.log << "nothing to do: the checkpoint is at step " << s.start_step << " of train.steps = " << deck.train.steps
@@ -430,9 +451,9 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.peak_activation_bytes_per_stage = maxima.stage_peaks;
   record.peak_rss_bytes = maxima.peak_rss;
   const double append_start = now();
-  timeline->append_events(rows);
+  write_timeline([&] { timeline->append_events(rows); });
   record.timeline_s = gather_seconds + (now() - append_start);
-  timeline->append_step(record);
+  write_timeline([&] { timeline->append_step(record); });
   progress.step(record);
 }
 
@@ -465,7 +486,7 @@ bool Trainer::State::checkpoint_or_stop(int step) {
   }
   const bool due = step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0);
   if ((due || stop_signal) && saved_step != step) {
-    if (is_root()) timeline->flush();
+    if (is_root()) write_timeline([&] { timeline->flush(); });
     save_checkpoint_at(step, step == deck.train.steps || stop_signal != 0);
   }
   if (!stop_signal || step == deck.train.steps) return false;
@@ -518,14 +539,14 @@ void Trainer::State::replan_after(int step) {
   if (is_root()) {
     log << "  replan " << line << "\n" << std::flush;
     replans += (replans.empty() ? "" : "\n") + line;
-    timeline->set_attribute("replans", replans);
+    write_timeline([&] { timeline->set_attribute("replans", replans); });
   }
   if (!decision.switches) return;
   if (!decision.moved_to.empty() && !move_layers(step, decision.best, decision.moved_to)) return;
   schedule = decision.best;
   executor = std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options());
   predicted_bubble = simulate(schedule, deck_action_costs(deck, schedule.chunks)).bubble;
-  if (is_root()) timeline->set_attribute("schedule_kind", word_of(schedule.kind));
+  if (is_root()) write_timeline([&] { timeline->set_attribute("schedule_kind", word_of(schedule.kind)); });
 }
 
 // Moves layers between the stages through a checkpoint of this step: every rank writes the
@@ -544,7 +565,7 @@ bool Trainer::State::move_layers(int step, const Schedule& next, const std::vect
   const BlockedIn watched("read of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
                           "checkpoint.timeout_s");
   resume_from_checkpoint(reload, grid, work->model.params(), *work->optimizer, data_position(), log);
-  if (is_root()) timeline->set_attribute("stage_layers", layer_counts_text(partition));
+  if (is_root()) write_timeline([&] { timeline->set_attribute("stage_layers", layer_counts_text(partition)); });
   return true;
 }
 

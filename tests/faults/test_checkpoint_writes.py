@@ -2,8 +2,6 @@
 writes to one checkpoint file fail with EIO) and a full one (a real tmpfs, where the test may mount
 one). Each case asserts the exit code, the message, and the files left on disk: the partial file
 removed, `latest` and the previous checkpoint untouched and still resumable."""
-import errno
-import os
 import re
 import subprocess
 
@@ -11,23 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import read_steps, run_trident
+from failing_disk import failing_writes, listing
 
 GRID = ("parallel.dp=2",)  # two ranks write each checkpoint collectively
 EVERY_STEP = ("train.steps=3", "checkpoint.every=1")
-
-
-def failing_writes(file_name, code=errno.EIO):
-    """The environment in which every write to a file named `file_name` fails (not to MPI-IO's helper
-    files, such as the semaphore /dev/shm/sem.OMPIO_<file_name>)."""
-    env = dict(os.environ, LD_PRELOAD=os.environ["TRIDENT_FAIL_WRITES_LIB"], TRIDENT_FAIL_WRITES_TO="/" + file_name,
-               TRIDENT_FAIL_WRITES_ERRNO=str(code))
-    # The sanitized build: the shim comes before ASan's runtime, which ASan accepts when told.
-    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "verify_asan_link_order=0"]))
-    return env
-
-
-def listing(directory):
-    return sorted(path.name for path in directory.iterdir())
 
 
 @pytest.fixture(scope="module")

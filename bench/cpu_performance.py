@@ -51,16 +51,13 @@ def trident_grid(args, cfg, grid, env):
                 "threads": threads, "ranks": ranks}
 
 
-def pytorch_best(args, cfg, env):
-    """The fastest of the --torch-settings (intra-op threads / BLAS threads)."""
-    results = []
-    for setting in args.torch_settings:
-        intra, blas = setting
+def pytorch_ms_per_setting(args, cfg, env):
+    """PyTorch's ms/step at each of the --torch-settings (intra-op threads, BLAS threads)."""
+    times = {}
+    for intra, blas in args.torch_settings:
         run_args = argparse.Namespace(steps=args.steps, warmup=args.warmup, threads=intra, device="cpu")
-        result = run_pytorch(run_args, cfg, env, blas_threads=blas)
-        results.append((result["ms_per_step"], setting, result))
-    results.sort(key=lambda r: r[0])
-    return results
+        times[(intra, blas)] = run_pytorch(run_args, cfg, env, blas_threads=blas)["ms_per_step"]
+    return times
 
 
 def grids_for(cfg, requested):
@@ -70,7 +67,7 @@ def grids_for(cfg, requested):
 
 def one_round(args, cfg, name, env):
     """PyTorch at each setting, then trident on each grid: ms/step of each, and the runs' details."""
-    torch_ms = {setting: ms for ms, setting, _ in pytorch_best(args, cfg, env)}
+    torch_ms = pytorch_ms_per_setting(args, cfg, env)
     trident = {}
     for grid in grids_for(cfg, args.grids):
         print(f"  {name}: trident {grid} ...", file=sys.stderr, flush=True)
@@ -91,6 +88,8 @@ def bench_config(args, name, env):
     flops = flops_per_step(cfg)
     rounds = [one_round(args, cfg, name, env) for _ in range(args.rounds)]
     best_torch = [min(torch_ms.values()) for torch_ms, _ in rounds]
+    # PyTorch's model GFLOP/s times 1.5: what a row's MFU must reach for 1.5x PyTorch.
+    target_gflops = 1.5 * flops / (statistics.median(best_torch) / 1e3) / 1e9
     rows, blas_seen = [], set()
     for grid in rounds[0][1]:
         runs = [trident[grid] for _, trident in rounds]
@@ -98,8 +97,7 @@ def bench_config(args, name, env):
         seconds = statistics.median(run["seconds"] for run in runs)
         peak = statistics.median(run["peak_gflops"] for run in runs)
         gflops = flops / seconds / 1e9
-        # PyTorch's model GFLOP/s times 1.5, against this row's peak: the MFU that 1.5x PyTorch takes.
-        mfu_for_target = 1.5 * flops / (statistics.median(best_torch) / 1e3) / 1e9 / peak
+        mfu_for_target = target_gflops / peak
         rows.append([name, f"trident {grid}", f"{runs[0]['ranks']}×{runs[0]['threads']}", f"{1e3 * seconds:.0f}",
                      f"{cfg['batch'] * cfg['seq_len'] / seconds:.0f}", f"{gflops:.1f}", f"{100 * gflops / peak:.1f}%",
                      f"{100 * mfu_for_target:.1f}%", f"{peak:.1f}",

@@ -36,10 +36,10 @@ Options:
   --json                   plan --machine: print the prediction (or the search) as one JSON object only
   -h, --help               this text
 
-Exit codes: 0 success, 1 runtime failure, 2 bad deck or arguments, 3 checkpointed and stopped
-on SIGUSR1/SIGTERM (run again to resume from the checkpoint), 4 ended by the watchdog: a rank
-waited schedule.timeout_s for a peer that is stopped, dead or unreachable (resume once its node
-is healthy).
+Exit codes: 0 success, 1 runtime failure (or an internal error: a bug to report), 2 bad deck or
+arguments, 3 checkpointed and stopped on SIGUSR1/SIGTERM (run again to resume from the checkpoint),
+4 ended by the watchdog: a rank waited schedule.timeout_s for a peer that is stopped, dead or
+unreachable (resume once its node is healthy).
 Decks: input_decks/*.toml; every key and contract: DESIGN.md; examples: README.md.
 )";
 }

@@ -22,6 +22,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 A100 = REPO / "input_decks" / "machines" / "dgx-a100-80g.toml"
 GPT3 = REPO / "input_decks" / "gpt3-175b.toml"
+H100 = REPO / "input_decks" / "machines" / "dgx-h100.toml"
+LLAMA = REPO / "input_decks" / "llama3-405b.toml"
 
 # (name, heads, hidden, layers, tp, pp, GPUs, batch, published TFLOP/s per GPU)
 PUBLISHED = [
@@ -98,8 +100,6 @@ def test_selene_throughput_within_15_percent_of_the_published(name, heads, hidde
 NEMOTRON_340B = ("model.layers=96", "model.d_model=18432", "model.heads=96", "model.kv_heads=8",
                  "model.ffn_hidden=49152", "model.seq_len=4096", "model.vocab=256000", "parallel.sequence_parallel=true",
                  "schedule.micro_batch_size=1", 'train.precision="bf16"')
-H100 = REPO / "input_decks" / "machines" / "dgx-h100.toml"
-LLAMA = REPO / "input_decks" / "llama3-405b.toml"
 
 
 def nemotron_overrides(pp, dp, microbatches, v, recompute):

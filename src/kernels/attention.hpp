@@ -36,19 +36,31 @@ inline AttentionShape attention_heads(const ModelConfig& cfg, int B, int tp) {
   return {B, cfg.seq_len, cfg.heads / tp, cfg.key_value_heads() / tp, cfg.head_dim(), 0, 0, 0, cfg.attention};
 }
 
-// The tiled kernel's tiles: kAttentionTile positions (fewer when T is shorter). On a CPU a 128 ×
-// 128 × head_dim product runs near the BLAS's peak, and a head's tile (64 KiB) stays in the L2
-// cache. On a GPU every tile pair costs ten launches (seven products, three row kernels) whatever
-// its size: with 128, GPT-2 124M at T = 1024, B = 8 makes about 34,000 a step (kokkos-tools' kernel
+// The tiled kernel's tiles: kAttentionQueryTile queries against up to kAttentionKeyTile keys (fewer
+// when T is shorter; a key tile also stops at its query tile's last position, the causal mask's
+// edge). The key tile is a multiple of the query tile, so a query tile's key tiles all start at or
+// before its first position. On a CPU, 128 queries keep a head's scores (128 × 512 floats, 256 KiB)
+// in the L2 cache, and 512 keys give each product of a tile pair 4 times the work of a 128 × 128
+// one, which a BLAS with several threads shares better: on 2 BLAS threads GPT-2's attention (T = 256
+// to 2048) took 11-15% less time than with 128 keys, on one thread the same within 3%
+// (bench/attention_kernels, medians of alternating runs).
+// On a GPU every tile pair costs ten launches (seven products, three row kernels) whatever its
+// size: with 128, GPT-2 124M at T = 1024, B = 8 makes about 34,000 a step (kokkos-tools' kernel
 // timer counted the 10,368 row kernels on an H200, where the step took 249 ms against PyTorch's 74).
 // Tiles of 1024 launch 36 times fewer there; their scratch (two [H, 1024, 1024] blocks) is reused
 // by every layer, so what is kept for backward still grows with T, not T².
 #ifdef TRIDENT_GPU_BUILD
-inline constexpr int kAttentionTile = 1024;
+inline constexpr int kAttentionQueryTile = 1024;
+inline constexpr int kAttentionKeyTile = 1024;
 #else
-inline constexpr int kAttentionTile = 128;
+inline constexpr int kAttentionQueryTile = 128;
+inline constexpr int kAttentionKeyTile = 512;
 #endif
-constexpr int attention_tile(const AttentionShape& s) { return s.T < kAttentionTile ? s.T : kAttentionTile; }
+static_assert(kAttentionKeyTile % kAttentionQueryTile == 0, "a key tile spans whole query tiles");
+constexpr int attention_query_tile(const AttentionShape& s) {
+  return s.T < kAttentionQueryTile ? s.T : kAttentionQueryTile;
+}
+constexpr int attention_key_tile(const AttentionShape& s) { return s.T < kAttentionKeyTile ? s.T : kAttentionKeyTile; }
 
 // What forward keeps for backward, in floats: the [B, H, T, T] probabilities (explicit) or the
 // [B, H, T] log-sum-exp of each row's scores (tiled). The planner counts with it (plan/memory.cpp).
@@ -57,10 +69,10 @@ constexpr std::size_t attention_saved_floats(const AttentionShape& s) {
   return s.kernel == AttentionKernel::tiled ? rows : rows * s.T;
 }
 // Scratch that forward and backward write, in floats: the gradient w.r.t. the probabilities
-// [B, H, T, T] (explicit), or two [H, tile, tile] score tiles and an [H, T] row statistic (tiled).
+// [B, H, T, T] (explicit), or two [H, query tile, key tile] score tiles and an [H, T] row statistic (tiled).
 constexpr std::size_t attention_scratch_floats(const AttentionShape& s) {
-  const std::size_t tile = attention_tile(s);
-  return s.kernel == AttentionKernel::tiled ? static_cast<std::size_t>(s.heads) * (2 * tile * tile + s.T)
+  const std::size_t tile = static_cast<std::size_t>(attention_query_tile(s)) * attention_key_tile(s);
+  return s.kernel == AttentionKernel::tiled ? static_cast<std::size_t>(s.heads) * (2 * tile + s.T)
                                             : attention_saved_floats(s);
 }
 

@@ -1,7 +1,7 @@
 // The tiled (flash-style) attention kernel. Per sequence and group of heads, queries and keys are
-// cut into tiles of kAttentionTile positions. Forward walks each query tile's key tiles left to right (the
-// causal mask leaves out those to the right of the diagonal), keeping per row the running maximum
-// m and sum l of an online softmax: each tile's scores S = scale·Q_i·K_jᵀ become exp(S − m) and
+// cut into tiles (attention.hpp's query and key tiles). Forward walks each query tile's key tiles
+// left to right (the causal mask leaves out those past the diagonal), keeping per row the running
+// maximum m and sum l of an online softmax: each tile's scores S = scale·Q_i·K_jᵀ become exp(S − m) and
 // are multiplied into the output, which is rescaled whenever m grows; at the end the output is
 // divided by l and only lse = m + log l is saved. Backward recomputes every tile's probabilities
 // from lse, P = exp(S − lse), and accumulates dV, dK (over query tiles) and dQ (over key tiles),
@@ -20,25 +20,38 @@ using namespace attention_detail;
 
 namespace {
 
-// Positions [first, first + size) of tile `index`; the last tile may be short.
+// Positions [first, first + size) of tile `index` of `tile` positions, cut short at `end`.
 struct Span {
   int first, size;
-  Span(const AttentionShape& s, int index)
-      : first(index * attention_tile(s)), size(std::min(attention_tile(s), s.T - index * attention_tile(s))) {}
+  Span(int tile, int index, int end) : first(index * tile), size(std::min(tile, end - index * tile)) {}
+  int end() const { return first + size; }
 };
 
-int tile_count(const AttentionShape& s) { return (s.T + attention_tile(s) - 1) / attention_tile(s); }
+int query_tile_count(const AttentionShape& s) { return (s.T + attention_query_tile(s) - 1) / attention_query_tile(s); }
+int key_tile_count(const AttentionShape& s) { return (s.T + attention_key_tile(s) - 1) / attention_key_tile(s); }
 
-// One query tile against one key tile, for the heads of a group: the rows of a [heads, tile,
-// tile] block of scores and where each row's head and position read and write. Captured by value
-// in the row kernels.
+// The key tiles that query tile i sees: those starting before its last position.
+int key_tiles_seen_by(const AttentionShape& s, int i) {
+  const int end = Span(attention_query_tile(s), i, s.T).end();
+  return (end + attention_key_tile(s) - 1) / attention_key_tile(s);
+}
+
+// The first query tile that sees key tile j: the one starting where it starts.
+int first_query_tile_seeing(const AttentionShape& s, int j) {
+  return j * attention_key_tile(s) / attention_query_tile(s);
+}
+
+// One query tile against one key tile, for the heads of a group: the rows of a [heads, query
+// tile, key tile] block of scores and where each row's head and position read and write. Captured
+// by value in the row kernels.
 struct TilePair {
-  float* tile;  // [heads, ld, ld]: scores, then probabilities
+  float* tile;  // [heads, query tile, ld]: scores, then probabilities
+  long head_stride;
   int heads, ld, queries, keys, query_first, key_first, T;
   KOKKOS_INLINE_FUNCTION int head(int row) const { return row / queries; }
   KOKKOS_INLINE_FUNCTION int position(int row) const { return query_first + row % queries; }
   KOKKOS_INLINE_FUNCTION float* row_of(float* block, int row) const {
-    return block + (static_cast<long>(head(row)) * ld + row % queries) * ld;
+    return block + head(row) * head_stride + static_cast<long>(row % queries) * ld;
   }
   // Keys of the tile that the row's query sees (the causal mask), at least 1.
   KOKKOS_INLINE_FUNCTION int visible(int row) const {
@@ -49,18 +62,20 @@ struct TilePair {
   KOKKOS_INLINE_FUNCTION long statistic(int row) const { return static_cast<long>(head(row)) * T + position(row); }
 };
 
+// Query tile i against key tile j, which stops at the query tile's last position.
 TilePair tile_pair(const AttentionShape& s, const HeadBatches& batches, float* tile, int i, int j) {
-  const Span queries(s, i), keys(s, j);
-  return {tile, batches.per_group, attention_tile(s), queries.size, keys.size, queries.first, keys.first, s.T};
+  const Span queries(attention_query_tile(s), i, s.T), keys(attention_key_tile(s), j, queries.end());
+  const long head_stride = static_cast<long>(attention_query_tile(s)) * attention_key_tile(s);
+  return {tile,       head_stride, batches.per_group, attention_key_tile(s), queries.size, keys.size, queries.first,
+          keys.first, s.T};
 }
 
 // tile = scale·Q_i·K_jᵀ for each head of the group.
 void score_tile(GemmContext& context, const AttentionShape& s, const HeadBatches& batches, const Group& at,
                 const TilePair& pair, const float* q, const float* k) {
-  const long ld = pair.ld;
   gemm_strided_batched(context, false, true, pair.queries, pair.keys, s.head_dim, score_scale(s),
                        q + at.q + pair.query_first * s.q_ld, s.q_ld, s.head_dim, k + at.kv + pair.key_first * s.kv_ld,
-                       s.kv_ld, batches.kv_stride, 0.0f, pair.tile, pair.ld, ld * ld, batches.per_group);
+                       s.kv_ld, batches.kv_stride, 0.0f, pair.tile, pair.ld, pair.head_stride, batches.per_group);
 }
 
 // The online softmax's step for one key tile: scores become exp(S − m_new), masked ones 0; the
@@ -140,7 +155,7 @@ void tile_score_grads(const TilePair& pair, float* dprobs, const float* dots) {
 struct Scratch {
   float *tile, *grads, *rows;
   Scratch(const AttentionShape& s, float* base) {
-    const long block = static_cast<long>(s.heads) * attention_tile(s) * attention_tile(s);
+    const long block = static_cast<long>(s.heads) * attention_query_tile(s) * attention_key_tile(s);
     tile = base;
     grads = base + block;
     rows = base + 2 * block;
@@ -155,18 +170,18 @@ void tiled_forward(GemmContext& context, float* out, float* log_sum_exp, float* 
                    const float* v, const AttentionShape& s) {
   const HeadBatches batches(s);
   const Scratch work(s, scratch);
-  const int tiles = tile_count(s), hd = s.head_dim, n = batches.per_group;
+  const int query_tiles = query_tile_count(s), hd = s.head_dim, n = batches.per_group;
   for_each_group(s, batches, [&](const Group& at) {
     float* running_max = log_sum_exp + at.head * s.T;
-    for (int i = 0; i < tiles; ++i)
-      for (int j = 0; j <= i; ++j) {
+    for (int i = 0; i < query_tiles; ++i)
+      for (int j = 0; j < key_tiles_seen_by(s, i); ++j) {
         const TilePair pair = tile_pair(s, batches, work.tile, i, j);
         score_tile(context, s, batches, at, pair, q, k);
         online_softmax_step(pair, j == 0, out + at.out, s.out_ld, hd, running_max, work.rows);
-        const long ld = pair.ld;
-        gemm_strided_batched(context, false, false, pair.queries, hd, pair.keys, 1.0f, pair.tile, pair.ld, ld * ld,
-                             v + at.kv + pair.key_first * s.kv_ld, s.kv_ld, batches.kv_stride, j == 0 ? 0.0f : 1.0f,
-                             out + at.out + pair.query_first * s.out_ld, s.out_ld, hd, n);  // O += P·V_j
+        gemm_strided_batched(context, false, false, pair.queries, hd, pair.keys, 1.0f, pair.tile, pair.ld,
+                             pair.head_stride, v + at.kv + pair.key_first * s.kv_ld, s.kv_ld, batches.kv_stride,
+                             j == 0 ? 0.0f : 1.0f, out + at.out + pair.query_first * s.out_ld, s.out_ld, hd,
+                             n);  // O += P·V_j
       }
     finish_rows(out + at.out, s.out_ld, hd, n * s.T, s.T, running_max, work.rows);
   });
@@ -177,21 +192,23 @@ void tiled_backward(GemmContext& context, float* dq, float* dk, float* dv, float
                     const AttentionShape& s) {
   const HeadBatches batches(s);
   const Scratch work(s, scratch);
-  const int tiles = tile_count(s), hd = s.head_dim, n = batches.per_group;
+  const int query_tiles = query_tile_count(s), hd = s.head_dim, n = batches.per_group;
   const float scale = score_scale(s);
   for_each_group(s, batches, [&](const Group& at) {
     output_dots(dout + at.out, out + at.out, s.out_ld, hd, n * s.T, s.T, work.rows);
-    for (int j = 0; j < tiles; ++j)
-      for (int i = j; i < tiles; ++i) {
+    for (int j = 0; j < key_tile_count(s); ++j)
+      // Last query tile first: it sees the whole key tile, so its products start dK_j and dV_j.
+      for (int i = query_tiles - 1; i >= first_query_tile_seeing(s, j); --i) {
         const TilePair pair = tile_pair(s, batches, work.tile, i, j);
-        const long ld = pair.ld, block = ld * ld;
+        const long block = pair.head_stride;
+        const bool starts_kv = i == query_tiles - 1;
         const float* dout_i = dout + at.out + pair.query_first * s.out_ld;
         const float* q_i = q + at.q + pair.query_first * s.q_ld;
         const long kv_j = at.kv + pair.key_first * s.kv_ld;
         score_tile(context, s, batches, at, pair, q, k);
         tile_probabilities(pair, log_sum_exp + at.head * s.T);
         sum_over_group(context, s, batches, pair.queries, pair.keys, 1.0f, pair.tile, pair.ld, block, dout_i, s.out_ld,
-                       i == j, dv + kv_j);  // dV_j += Σ Pᵀ·dO_i
+                       starts_kv, dv + kv_j);  // dV_j += Σ Pᵀ·dO_i
         gemm_strided_batched(context, false, true, pair.queries, pair.keys, hd, 1.0f, dout_i, s.out_ld, hd, v + kv_j,
                              s.kv_ld, batches.kv_stride, 0.0f, work.grads, pair.ld, block, n);  // dP = dO_i·V_jᵀ
         tile_score_grads(pair, work.grads, work.rows);
@@ -199,7 +216,7 @@ void tiled_backward(GemmContext& context, float* dq, float* dk, float* dv, float
                              k + kv_j, s.kv_ld, batches.kv_stride, j == 0 ? 0.0f : 1.0f,
                              dq + at.q + pair.query_first * s.q_ld, s.q_ld, hd, n);  // dQ_i += scale·dS·K_j
         sum_over_group(context, s, batches, pair.queries, pair.keys, scale, work.grads, pair.ld, block, q_i, s.q_ld,
-                       i == j, dk + kv_j);  // dK_j += scale·Σ dSᵀ·Q_i
+                       starts_kv, dk + kv_j);  // dK_j += scale·Σ dSᵀ·Q_i
       }
   });
 }

@@ -61,6 +61,10 @@ constexpr int attention_query_tile(const AttentionShape& s) {
   return s.T < kAttentionQueryTile ? s.T : kAttentionQueryTile;
 }
 constexpr int attention_key_tile(const AttentionShape& s) { return s.T < kAttentionKeyTile ? s.T : kAttentionKeyTile; }
+// Floats in one head's [query tile, key tile] block of scores.
+constexpr long attention_tile_floats(const AttentionShape& s) {
+  return static_cast<long>(attention_query_tile(s)) * attention_key_tile(s);
+}
 
 // What forward keeps for backward, in floats: the [B, H, T, T] probabilities (explicit) or the
 // [B, H, T] log-sum-exp of each row's scores (tiled). The planner counts with it (plan/memory.cpp).
@@ -71,7 +75,7 @@ constexpr std::size_t attention_saved_floats(const AttentionShape& s) {
 // Scratch that forward and backward write, in floats: the gradient w.r.t. the probabilities
 // [B, H, T, T] (explicit), or two [H, query tile, key tile] score tiles and an [H, T] row statistic (tiled).
 constexpr std::size_t attention_scratch_floats(const AttentionShape& s) {
-  const std::size_t tile = static_cast<std::size_t>(attention_query_tile(s)) * attention_key_tile(s);
+  const std::size_t tile = attention_tile_floats(s);
   return s.kernel == AttentionKernel::tiled ? static_cast<std::size_t>(s.heads) * (2 * tile + s.T)
                                             : attention_saved_floats(s);
 }

@@ -27,13 +27,15 @@ struct Span {
   int end() const { return first + size; }
 };
 
-int query_tile_count(const AttentionShape& s) { return (s.T + attention_query_tile(s) - 1) / attention_query_tile(s); }
-int key_tile_count(const AttentionShape& s) { return (s.T + attention_key_tile(s) - 1) / attention_key_tile(s); }
+// Tiles of `tile` positions that cover [0, length).
+int tiles_over(int length, int tile) { return (length + tile - 1) / tile; }
+
+int query_tile_count(const AttentionShape& s) { return tiles_over(s.T, attention_query_tile(s)); }
+int key_tile_count(const AttentionShape& s) { return tiles_over(s.T, attention_key_tile(s)); }
 
 // The key tiles that query tile i sees: those starting before its last position.
 int key_tiles_seen_by(const AttentionShape& s, int i) {
-  const int end = Span(attention_query_tile(s), i, s.T).end();
-  return (end + attention_key_tile(s) - 1) / attention_key_tile(s);
+  return tiles_over(Span(attention_query_tile(s), i, s.T).end(), attention_key_tile(s));
 }
 
 // The first query tile that sees key tile j: the one starting where it starts.
@@ -65,7 +67,7 @@ struct TilePair {
 // Query tile i against key tile j, which stops at the query tile's last position.
 TilePair tile_pair(const AttentionShape& s, const HeadBatches& batches, float* tile, int i, int j) {
   const Span queries(attention_query_tile(s), i, s.T), keys(attention_key_tile(s), j, queries.end());
-  const long head_stride = static_cast<long>(attention_query_tile(s)) * attention_key_tile(s);
+  const long head_stride = attention_tile_floats(s);
   return {tile,       head_stride, batches.per_group, attention_key_tile(s), queries.size, keys.size, queries.first,
           keys.first, s.T};
 }
@@ -155,7 +157,7 @@ void tile_score_grads(const TilePair& pair, float* dprobs, const float* dots) {
 struct Scratch {
   float *tile, *grads, *rows;
   Scratch(const AttentionShape& s, float* base) {
-    const long block = static_cast<long>(s.heads) * attention_query_tile(s) * attention_key_tile(s);
+    const long block = s.heads * attention_tile_floats(s);
     tile = base;
     grads = base + block;
     rows = base + 2 * block;

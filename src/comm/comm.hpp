@@ -32,6 +32,10 @@ class Comm {
   virtual void all_reduce_sum(float* data, std::size_t count) = 0;
   virtual double all_reduce_sum(double value) = 0;
   virtual CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) = 0;
+  // Sums device doubles over the group in place, in the device's order: kernels launched after it
+  // read the sums, and the host does not wait for them (over NCCL a stream wait; over MPI, host
+  // memory on the CPU build, it completes before returning). Step figures that stay on the device.
+  virtual void queue_all_reduce_sum(double* data, std::size_t count) = 0;
   // recv[r·count + i] = send_of_rank_r[i]  (recv holds size()·count).
   virtual void all_gather(const float* send, float* recv, std::size_t count) = 0;
   // recv[i] = Σ_r send_of_rank_r[rank()·count + i]  (send holds size()·count).

@@ -68,6 +68,12 @@ class HostStagedComm final : public Comm {
     to_device(data, host);
   }
   double all_reduce_sum(double value) override { return host_->all_reduce_sum(value); }
+  void queue_all_reduce_sum(double* data, std::size_t count) override {
+    const Kokkos::View<double*, MemSpace, Unmanaged> device(data, count);
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device);
+    host_->queue_all_reduce_sum(host.data(), count);
+    Kokkos::deep_copy(device, host);
+  }
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
     HostFloats host = to_host(data, count);
     CommRequestPtr inner = host_->all_reduce_sum_async(host.data(), count);

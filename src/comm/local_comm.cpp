@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "comm/comm.hpp"
+#include "kernels/copy.hpp"
 #include "kernels/device.hpp"
 
 namespace trident {
@@ -20,6 +21,7 @@ class LocalComm final : public Comm {
   void all_reduce_sum(float*, std::size_t) override {}
   double all_reduce_sum(double value) override { return value; }
   CommRequestPtr all_reduce_sum_async(float*, std::size_t) override { return std::make_unique<CompletedRequest>(); }
+  void queue_all_reduce_sum(double*, std::size_t) override {}
   void all_gather(const float* send, float* recv, std::size_t count) override { copy(send, recv, count); }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override { copy(send, recv, count); }
   CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override {
@@ -32,10 +34,7 @@ class LocalComm final : public Comm {
 
  private:
   static void copy(const float* from, float* to, std::size_t count) {
-    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-    if (from != to)
-      Kokkos::deep_copy(Kokkos::View<float*, MemSpace, Unmanaged>(to, count),
-                        Kokkos::View<const float*, MemSpace, Unmanaged>(from, count));
+    if (from != to) copy_floats(to, from, count);
   }
   static std::logic_error no_peer() { return std::logic_error("point-to-point in a group of one rank"); }
 };

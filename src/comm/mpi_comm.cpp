@@ -73,6 +73,10 @@ class MpiComm final : public Comm {
     check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_SUM, comm_), "Allreduce");
     return value;
   }
+  void queue_all_reduce_sum(double* data, std::size_t count) override {
+    const BlockedIn watched("all-reduce", group_);
+    check(MPI_Allreduce(MPI_IN_PLACE, data, as_count(count), MPI_DOUBLE, MPI_SUM, comm_), "Allreduce");
+  }
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
     MPI_Request request;
     check(MPI_Iallreduce(MPI_IN_PLACE, data, as_count(count), MPI_FLOAT, MPI_SUM, comm_, &request), "Iallreduce");

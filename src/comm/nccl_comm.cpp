@@ -22,10 +22,12 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
     TRIDENT_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TRIDENT_GPU_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+    TRIDENT_GPU_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
     TRIDENT_GPU_CHECK(cudaMalloc(&scalar_, sizeof(double)));
   }
   ~NcclComm() override {
     cudaFree(scalar_);
+    cudaEventDestroy(comm_done_);
     cudaEventDestroy(compute_done_);
     cudaStreamDestroy(stream_);
     ncclCommDestroy(comm_);
@@ -47,6 +49,11 @@ class NcclComm final : public Comm {
     after_compute();
     TRIDENT_GPU_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
     return queued("all-reduce");
+  }
+  void queue_all_reduce_sum(double* data, std::size_t count) override {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclAllReduce(data, data, count, ncclDouble, ncclSum, comm_, stream_));
+    before_compute();
   }
   void all_gather(const float* send, float* recv, std::size_t count) override {
     after_compute();
@@ -87,6 +94,11 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(cudaEventRecord(compute_done_, compute_));
     TRIDENT_GPU_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
   }
+  // The compute stream's later work waits for what the comm stream has queued so far.
+  void before_compute() {
+    TRIDENT_GPU_CHECK(cudaEventRecord(comm_done_, stream_));
+    TRIDENT_GPU_CHECK(cudaStreamWaitEvent(compute_, comm_done_, 0));
+  }
   CommRequestPtr queued(const char* operation) { return std::make_unique<NcclRequest>(stream_, operation, group_); }
 
   std::string group_;  // as the watchdog names it
@@ -96,6 +108,7 @@ class NcclComm final : public Comm {
   cudaStream_t compute_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t compute_done_ = nullptr;
+  cudaEvent_t comm_done_ = nullptr;
   double* scalar_ = nullptr;
 };
 

@@ -77,6 +77,9 @@ class NcclPipelineComm final : public Comm {
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
     return collectives_->all_reduce_sum_async(data, count);
   }
+  void queue_all_reduce_sum(double* data, std::size_t count) override {
+    collectives_->queue_all_reduce_sum(data, count);
+  }
   void all_gather(const float* send, float* recv, std::size_t count) override {
     collectives_->all_gather(send, recv, count);
   }

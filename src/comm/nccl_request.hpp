@@ -11,6 +11,7 @@
 #include "comm/comm.hpp"
 #include "common/watchdog.hpp"
 #include "gpu/cuda_check.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -28,6 +29,7 @@ class NcclRequest final : public CommRequest {
   void wait() override {
     const BlockedIn watched(operation_, group_);
     TRIDENT_GPU_CHECK(cudaEventSynchronize(done_));
+    note_host_wait(operation_);
   }
   bool test() override {
     const cudaError_t status = cudaEventQuery(done_);

@@ -81,6 +81,11 @@ double TimedComm::all_reduce_sum(double value) {
   return blocked(&tally, [&] { return inner_->all_reduce_sum(value); });
 }
 
+void TimedComm::queue_all_reduce_sum(double* data, std::size_t count) {
+  CollectiveTally& tally = called(Collective::all_reduce, count * sizeof(double));
+  blocked(&tally, [&] { inner_->queue_all_reduce_sum(data, count); });
+}
+
 CommRequestPtr TimedComm::all_reduce_sum_async(float* data, std::size_t count) {
   CollectiveTally& tally = called(Collective::all_reduce, count * kFloat);
   return timed(inner_->all_reduce_sum_async(data, count), &tally);

@@ -44,6 +44,7 @@ class TimedComm final : public Comm {
   void all_reduce_sum(float* data, std::size_t count) override;
   double all_reduce_sum(double value) override;
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override;
+  void queue_all_reduce_sum(double* data, std::size_t count) override;
   void all_gather(const float* send, float* recv, std::size_t count) override;
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override;
   CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override;

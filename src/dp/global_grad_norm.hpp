@@ -6,15 +6,31 @@
 //   stage is not counted (stage 0's copy is; their gradients are equal after the embedding sum).
 // - DP: without ZeRO-1 every replica holds the same reduced gradient, so nothing is summed across
 //   dp; with ZeRO-1 each rank holds only its pieces, which are summed across dp.
+// The squared norm stays in device memory, where the optimizer's kernel reads it (optim/optimizer.hpp's
+// GradClip): one reduction over the gradients this rank counts, then its sum over the groups; the
+// trainer reads it with the step's other figures (train/step_figures.hpp).
 #pragma once
 
 #include "dp/gradient_sync.hpp"
 #include "grid/process_grid.hpp"
+#include "optim/element_runs.hpp"
 
 namespace trident {
 
-// Collective over grid.tp_group, pp_group and (ZeRO-1) dp_group; call after sync.finish(). The same value
-// on every rank.
-double global_grad_norm(const GradientSync& sync, const ProcessGrid& grid);
+class GlobalGradNorm {
+ public:
+  // Which of sync's reduced gradients this rank counts is fixed here; both must outlive this.
+  GlobalGradNorm(const GradientSync& sync, const ProcessGrid& grid);
+
+  // *squared (one device double) = the squared norm, the same on every rank. Collective over
+  // grid.tp_group, pp_group and (ZeRO-1) dp_group; call after sync.finish(). Queued: the host does
+  // not wait for it.
+  void compute(double* squared);
+
+ private:
+  const GradientSync& sync_;
+  const ProcessGrid& grid_;
+  ElementRuns counted_;  // the pieces of the reduced gradients this rank counts
+};
 
 }  // namespace trident

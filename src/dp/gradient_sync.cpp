@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/copy.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -87,7 +88,8 @@ void GradientSync::launch_complete_buckets() {
 }
 
 void GradientSync::launch(const Bucket& bucket) {
-  Kokkos::fence();  // the communication reads the gradients directly: backward's kernels must be done
+  // The communication reads the gradients directly: backward's kernels must be done.
+  wait_for_device("data-parallel bucket");
   float* grads = params_.grads.data() + bucket.offset;
   if (!zero1_) {
     in_flight_.push_back(dp_.all_reduce_sum_async(grads, bucket.size));
@@ -109,7 +111,7 @@ void GradientSync::all_gather_params() {
 
 void GradientSync::all_gather_in_place(FloatBuffer& buffer) {
   if (!zero1_ || dp_.size() == 1) return;
-  Kokkos::fence();  // the optimizer's kernels wrote the pieces being sent
+  wait_for_device("ZeRO-1 all-gather");  // the optimizer's kernels wrote the pieces being sent
   const std::size_t rank = static_cast<std::size_t>(dp_.rank());
   for (const Bucket& bucket : buckets_) {
     float* values = buffer.data() + bucket.offset;

@@ -9,23 +9,18 @@
 namespace trident {
 
 ShardedAdamW::ShardedAdamW(GradientSync& sync, const TrainConfig& train)
-    : m("zero1_adamw_m", sync.shard_size()), v("zero1_adamw_v", sync.shard_size()), sync_(sync), train_(train) {
+    : m("zero1_adamw_m", sync.shard_size()),
+      v("zero1_adamw_v", sync.shard_size()),
+      sync_(sync),
+      train_(train),
+      runs_(held_pieces(sync, [](const ParamTensor&) { return true; })) {
   if (!sync.zero1()) throw std::logic_error("ShardedAdamW needs a GradientSync in ZeRO-1 mode");
 }
 
-void ShardedAdamW::update(ParamStore& params, int step, double lr, float grad_scale) {
+void ShardedAdamW::update(ParamStore& params, int step, double lr, const GradClip& clip) {
   if (&params != &sync_.params())
     throw std::logic_error("ShardedAdamW::step: not the parameter store its GradientSync reduces");
-  const AdamWUpdate adamw(train_, step, lr, grad_scale);
-  const float* grads = sync_.reduced_grads();
-  for (const HeldRange& range : sync_.held_ranges()) {
-    // A piece may cut a tensor: decay follows the tensor each element belongs to.
-    for_each_tensor_piece(params, range, [&](const ParamTensor& tensor, std::size_t offset, std::size_t count,
-                                             std::size_t local) {
-      adamw.apply(params.values.data() + offset, grads + local, m.data() + local, v.data() + local, count,
-                  tensor.weight_decay);
-    });
-  }
+  AdamWUpdate(train_, step, lr).apply(runs_, params.values.data(), sync_.reduced_grads(), m.data(), v.data(), clip);
   sync_.all_gather_params();
 }
 

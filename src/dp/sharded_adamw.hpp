@@ -7,6 +7,7 @@
 #include "deck/config.hpp"
 #include "dp/gradient_sync.hpp"
 #include "kernels/device.hpp"
+#include "optim/element_runs.hpp"
 #include "optim/optimizer.hpp"
 
 namespace trident {
@@ -27,10 +28,11 @@ class ShardedAdamW final : public Optimizer {
 
  private:
   // Updates this rank's pieces of params.values (params must be sync's store), then all-gathers.
-  void update(ParamStore& params, int step, double lr, float grad_scale) override;
+  void update(ParamStore& params, int step, double lr, const GradClip& clip) override;
 
   GradientSync& sync_;
   TrainConfig train_;
+  ElementRuns runs_;  // the pieces of tensors this rank holds, at their places in the shard
 };
 
 }  // namespace trident

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "dp/gradient_sync.hpp"
 #include "model/param_store.hpp"
+#include "optim/element_runs.hpp"
 #include "plan/buckets.hpp"
 
 namespace trident {
@@ -25,6 +27,21 @@ void for_each_tensor_piece(const ParamStore& params, const HeldRange& range, Fn&
     const std::size_t stop = std::min(tensor->offset + tensor->size, end);
     if (stop > begin) fn(*tensor, begin, stop - begin, range.local + (begin - range.offset));
   }
+}
+
+// The pieces of tensors whose reduced gradients `sync` leaves on this rank (a piece may cut a
+// tensor: per-tensor rules follow the tensor each element belongs to), those of the tensors `keep`
+// accepts, as element runs at their places in sync.reduced_grads() (uploaded).
+template <class Keep>
+ElementRuns held_pieces(const GradientSync& sync, Keep&& keep) {
+  ElementRuns runs;
+  for (const HeldRange& range : sync.held_ranges())
+    for_each_tensor_piece(sync.params(), range,
+                          [&](const ParamTensor& tensor, std::size_t offset, std::size_t count, std::size_t local) {
+                            if (keep(tensor)) runs.add(tensor, offset, count, local);
+                          });
+  runs.upload();
+  return runs;
 }
 
 }  // namespace trident

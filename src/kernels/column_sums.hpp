@@ -14,10 +14,12 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "kernels/device.hpp"
+#include "kernels/row_teams.hpp"
 
 namespace trident {
 
@@ -79,6 +81,98 @@ void add_rows_into(const char* label, int rows, int columns, const DestinationsO
     }
   });
 #endif
+}
+
+// A row kernel that also sums per-column terms over its rows, in one launch (a norm's backward: the
+// input gradient row by row, the weight and bias gradients summed over the rows):
+//   rows_with_column_sums<K>(label, rows, columns, into, scratch, body):
+//   body(team, r, add) does row r's own work and calls add(c, terms) once for every column c of the
+//   row, from within row_for(team, 0, columns, ...), so that a column is always added by the same
+//   thread; then into[k][c] += Σ_r terms(r, c)[k] (a null into[k] is skipped).
+// Each of kColumnSumTeams teams takes a contiguous block of rows and sums its columns' terms in its
+// own slice of the scratch; the last team to finish (an atomic count) adds every team's sums into
+// `into`, in team order, so the result is the same whatever the timing. The CPU build has one team.
+#ifdef KOKKOS_ENABLE_CUDA
+inline constexpr int kColumnSumTeams = 132;  // about one per multiprocessor of an H100
+#else
+inline constexpr int kColumnSumTeams = 1;
+#endif
+
+struct ColumnSumScratch {
+  float* partials = nullptr;  // kColumnSumTeams × K × columns
+  int* finished = nullptr;    // teams done; 0 between launches
+};
+
+// Device memory for rows_with_column_sums launches of up to `terms` terms over `columns` columns,
+// one launch at a time.
+class ColumnSumBuffers {
+ public:
+  ColumnSumBuffers(int terms, int columns)
+      : partials_(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("column_sum_partials")),
+                  static_cast<std::size_t>(kColumnSumTeams) * terms * columns),
+        finished_("column_sum_finished", 1) {}
+  ColumnSumScratch scratch() const { return {partials_.data(), finished_.data()}; }
+  static std::size_t floats(int terms, int columns) {
+    return static_cast<std::size_t>(kColumnSumTeams) * terms * columns + 1;
+  }
+
+ private:
+  FloatBuffer partials_;
+  IntBuffer finished_;
+};
+
+// What a row's body adds into its team's column sums.
+template <std::size_t K>
+struct ColumnAdder {
+  float* sums;  // the team's K × columns
+  int columns;
+  KOKKOS_INLINE_FUNCTION void operator()(int c, const Terms<K>& terms) const {
+    for (std::size_t k = 0; k < K; ++k) sums[k * columns + c] += terms[k];
+  }
+};
+
+// Reads a sum another team wrote: on the GPU past this multiprocessor's L1 cache, which does not
+// see other multiprocessors' writes.
+KOKKOS_INLINE_FUNCTION float other_team_sum(const float* at) {
+#ifdef __CUDA_ARCH__
+  return *static_cast<const volatile float*>(at);
+#else
+  return *at;
+#endif
+}
+
+template <std::size_t K, class Body>
+void rows_with_column_sums(const char* label, int rows, int columns, const Destinations<K>& into,
+                           const ColumnSumScratch& scratch, const Body& body) {
+  const int teams = kColumnSumTeams;
+  Kokkos::parallel_for(label, Kokkos::TeamPolicy<ExecSpace>(teams, kRowTeamThreads), KOKKOS_LAMBDA(const RowTeam& team) {
+    const int t = team.league_rank(), block = (rows + teams - 1) / teams;
+    const int first = t * block, end = first + block < rows ? first + block : rows;
+    float* mine = scratch.partials + static_cast<long>(t) * K * columns;
+    row_for(team, 0, static_cast<int>(K) * columns, [&](int i) { mine[i] = 0.0f; });
+    team.team_barrier();
+    const ColumnAdder<K> add{mine, columns};
+    for (int r = first; r < end; ++r) body(team, r, add);
+    team.team_barrier();
+    int last = 0;
+    Kokkos::single(
+        Kokkos::PerTeam(team),
+        [&](int& is_last) {
+          Kokkos::memory_fence();  // this team's sums are visible before it counts itself done
+          is_last = Kokkos::atomic_fetch_add(scratch.finished, 1) == teams - 1;
+        },
+        last);
+    if (!last) return;
+    Kokkos::memory_fence();
+    row_for(team, 0, columns, [&](int c) {
+      for (std::size_t k = 0; k < K; ++k) {
+        float sum = 0.0f;
+        for (int s = 0; s < teams; ++s) sum += other_team_sum(scratch.partials + (static_cast<long>(s) * K + k) * columns + c);
+        if (into[k]) into[k][c] += sum;
+      }
+    });
+    once_per_row(team, [&] { *scratch.finished = 0; });
+  });
 }
 
 }  // namespace trident

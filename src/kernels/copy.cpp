@@ -6,18 +6,22 @@ namespace trident {
 
 namespace {
 
+// A kernel, not Kokkos::deep_copy: deep_copy without an execution space waits for the device before
+// and after, where a kernel is queued behind the work before it and the host goes on.
 template <class T>
-void copy_unmanaged(T* dst, const T* src, std::size_t n) {
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::deep_copy(Kokkos::View<T*, MemSpace, Unmanaged>(dst, n), Kokkos::View<const T*, MemSpace, Unmanaged>(src, n));
+void copy_elements(const char* label, T* dst, const T* src, std::size_t n) {
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = src[i]; });
 }
 
 }  // namespace
 
-void copy_floats(float* dst, const float* src, std::size_t n) { copy_unmanaged(dst, src, n); }
-void copy_ints(int* dst, const int* src, std::size_t n) { copy_unmanaged(dst, src, n); }
+void copy_floats(float* dst, const float* src, std::size_t n) { copy_elements("copy_floats", dst, src, n); }
+void copy_ints(int* dst, const int* src, std::size_t n) { copy_elements("copy_ints", dst, src, n); }
 void zero_floats(float* dst, std::size_t n) {
-  Kokkos::deep_copy(Kokkos::View<float*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dst, n), 0.0f);
+  Kokkos::parallel_for("zero_floats", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0f; });
+}
+void zero_doubles(double* dst, std::size_t n) {
+  Kokkos::parallel_for("zero_doubles", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0; });
 }
 
 }  // namespace trident

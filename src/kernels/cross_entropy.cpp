@@ -29,17 +29,22 @@ KOKKOS_INLINE_FUNCTION void scale_minus_onehot(const RowTeam& team, float* row, 
 
 }  // namespace
 
-double softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V) {
+void softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V, double* loss_sum) {
   // Each row is finished while it is still in cache, which the two-pass shard version cannot do.
-  return sum_over_rows("softmax_cross_entropy", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
-    float* row = logits + static_cast<long>(r) * V;
-    const float target_logit = row[targets[r]];
-    const RowSoftmax softmax = exponentiate(team, row, V);
-    scale_minus_onehot(team, row, V, 1.0f / softmax.exp_sum, targets[r]);
-    const float loss = math::log(softmax.exp_sum) - (target_logit - softmax.max);
-    once_per_row(team, [&] { losses[r] = loss; });
-    return static_cast<double>(loss);
-  });
+  sum_over_rows_into(
+      "softmax_cross_entropy", rows,
+      KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        float* row = logits + static_cast<long>(r) * V;
+        const int target = targets[r];
+        const bool known = target >= 0 && target < V;
+        const float target_logit = known ? row[target] : math::bit_cast<float>(0x7fc00000u);  // quiet NaN
+        const RowSoftmax softmax = exponentiate(team, row, V);
+        scale_minus_onehot(team, row, V, 1.0f / softmax.exp_sum, target);
+        const float loss = math::log(softmax.exp_sum) - (target_logit - softmax.max);
+        once_per_row(team, [&] { losses[r] = loss; });
+        return static_cast<double>(loss);
+      },
+      loss_sum);
 }
 
 void softmax_shard_statistics(float* logits, float* stats, const int* targets, int rows, int columns, int ld,
@@ -57,9 +62,9 @@ void softmax_shard_statistics(float* logits, float* stats, const int* targets, i
   });
 }
 
-double softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
-                            const int* targets, int rows, int columns, int ld, int first) {
-  return sum_over_rows("softmax_shard_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+void softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
+                          const int* targets, int rows, int columns, int ld, int first, double* loss_sum) {
+  sum_over_rows_into("softmax_shard_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     // A few shards: every thread of the team combines them itself.
     auto shard_max = [&](int s) { return all_stats[3L * s * rows + r]; };
     auto shard_exp_sum = [&](int s) { return all_stats[3L * s * rows + rows + r]; };
@@ -74,7 +79,7 @@ double softmax_shard_finish(float* logits, float* losses, const float* all_stats
     const float loss = math::log(exp_sum) - (target_logit - max);
     once_per_row(team, [&] { losses[r] = loss; });
     return static_cast<double>(loss);
-  });
+  }, loss_sum);
 }
 
 }  // namespace trident

@@ -6,8 +6,10 @@
 namespace trident {
 
 // For each of `rows` rows of V logits: losses[r] = −log softmax(logits[r])[targets[r]], and
-// logits[r] is overwritten with softmax(logits[r]) − onehot(targets[r]). Returns Σ losses.
-double softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V);
+// logits[r] is overwritten with softmax(logits[r]) − onehot(targets[r]). *loss_sum (one device
+// double) = Σ losses, left on the device. A target outside [0, V) makes its row's loss NaN (the
+// data layer rejects such ids as it reads them; this keeps a stray one from reading past the row).
+void softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V, double* loss_sum);
 
 // The same over a vocabulary split into shards (vocab-parallel cross-entropy, Megatron style):
 // each shard holds, per row, the logits of `columns` consecutive vocab ids starting at `first`
@@ -20,9 +22,9 @@ void softmax_shard_statistics(float* logits, float* stats, const int* targets, i
 
 // all_stats: the stats of all `shards` shards, one after the other ([shards][3][rows]). Combines them
 // into each row's global max M and sum S = Σ_s sum_s · exp(m_s − M), writes losses[r] = log S + M −
-// (target's logit), and turns this shard's exponentials into softmax − onehot(target). Returns Σ
-// losses, the same on every shard.
-double softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
-                            const int* targets, int rows, int columns, int ld, int first);
+// (target's logit), and turns this shard's exponentials into softmax − onehot(target). *loss_sum
+// (one device double) = Σ losses, the same on every shard.
+void softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
+                          const int* targets, int rows, int columns, int ld, int first, double* loss_sum);
 
 }  // namespace trident

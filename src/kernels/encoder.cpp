@@ -6,14 +6,6 @@
 
 namespace trident {
 
-bool tokens_in_range(const int* tokens, long n, int vocab) {
-  long invalid = 0;
-  Kokkos::parallel_reduce(
-      "tokens_in_range", Kokkos::RangePolicy<ExecSpace>(0, n),
-      KOKKOS_LAMBDA(long i, long& count) { count += tokens[i] < 0 || tokens[i] >= vocab; }, invalid);
-  return invalid == 0;
-}
-
 namespace {
 
 // Row of wte (or of its gradient) holding `token`, or null when the token is outside the rows held.

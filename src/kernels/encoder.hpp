@@ -3,9 +3,6 @@
 
 namespace trident {
 
-// Whether every one of the n token ids lies in [0, vocab): the embedding and the loss index with them.
-bool tokens_in_range(const int* tokens, long n, int vocab);
-
 // wte holds the embeddings of vocab ids [vocab_first, vocab_first + vocab_rows) (all of them, or
 // one tensor-parallel rank's rows): a token outside that range contributes 0, so the sum over the
 // TP group of every rank's output is the full embedding.

@@ -4,6 +4,7 @@
 
 #include "kernels/gemm.hpp"
 #include "kernels/matmul_precision.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -43,6 +44,7 @@ struct Operands {
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
+  const ProfileRegion product(kProductRegion);
   const Operands in(context, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
   sgemm(trans_a, trans_b, m, n, k, alpha, in.a, lda, in.b, ldb, beta, c, ldc);
 }
@@ -50,6 +52,7 @@ void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k,
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                           const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
                           float* c, int ldc, long stride_c, int batches) {
+  const ProfileRegion product(kProductRegion);
   const Operands in(context, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, batches);
   for (int i = 0; i < batches; ++i)
     sgemm(trans_a, trans_b, m, n, k, alpha, in.a + i * stride_a, lda, in.b + i * stride_b, ldb, beta, c + i * stride_c,

@@ -9,6 +9,7 @@
 #include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/matmul_precision.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -42,6 +43,7 @@ const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, const float* x
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
+  const ProfileRegion product(kProductRegion);
   CublasGemm& cublas = context.library().cublas;
   if (context.precision() != MatmulPrecision::bf16) {
     cublas.gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, fp32_math(context));
@@ -55,6 +57,7 @@ void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k,
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                           const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
                           float* c, int ldc, long stride_c, int batches) {
+  const ProfileRegion product(kProductRegion);
   CublasGemm& cublas = context.library().cublas;
   if (context.precision() != MatmulPrecision::bf16) {
     cublas.gemm_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,

@@ -23,26 +23,24 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* x, con
 }
 
 void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout, const float* x,
-                        const float* mean, const float* rstd, const float* weight, int rows, int C) {
-  for_each_row("layernorm_backward_input", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
-    const float* x_row = x + static_cast<long>(r) * C;
-    const float* dout_row = dout + static_cast<long>(r) * C;
-    const float m = mean[r], s = rstd[r];
-    // dnorm = weight · dout; the two row means below are the projections LayerNorm removes.
-    const float dnorm_mean = row_sum(team, C, [&](int c) { return weight[c] * dout_row[c]; }) / C;
-    const float dnorm_norm_mean =
-        row_sum(team, C, [&](int c) { return weight[c] * dout_row[c] * (x_row[c] - m) * s; }) / C;
-    float* dx_row = dx + static_cast<long>(r) * C;
-    row_for(team, 0, C, [&](int c) {
-      const float norm = (x_row[c] - m) * s;
-      dx_row[c] += (weight[c] * dout_row[c] - dnorm_mean - norm * dnorm_norm_mean) * s;
-    });
-  });
-  add_rows_into<2>(
-      "layernorm_backward_params", rows, C, KOKKOS_LAMBDA(int) { return Destinations<2>{dweight, dbias}; },
-      KOKKOS_LAMBDA(int r, int c) {
-        const long at = static_cast<long>(r) * C + c;
-        return Terms<2>{(x[at] - mean[r]) * rstd[r] * dout[at], dout[at]};
+                        const float* mean, const float* rstd, const float* weight, int rows, int C,
+                        const ColumnSumScratch& scratch) {
+  rows_with_column_sums<2>(
+      "layernorm_backward", rows, C, Destinations<2>{dweight, dbias}, scratch,
+      KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<2>& add) {
+        const float* x_row = x + static_cast<long>(r) * C;
+        const float* dout_row = dout + static_cast<long>(r) * C;
+        const float m = mean[r], s = rstd[r];
+        // dnorm = weight · dout; the two row means below are the projections LayerNorm removes.
+        const float dnorm_mean = row_sum(team, C, [&](int c) { return weight[c] * dout_row[c]; }) / C;
+        const float dnorm_norm_mean =
+            row_sum(team, C, [&](int c) { return weight[c] * dout_row[c] * (x_row[c] - m) * s; }) / C;
+        float* dx_row = dx + static_cast<long>(r) * C;
+        row_for(team, 0, C, [&](int c) {
+          const float norm = (x_row[c] - m) * s;
+          dx_row[c] += (weight[c] * dout_row[c] - dnorm_mean - norm * dnorm_norm_mean) * s;
+          add(c, Terms<2>{norm * dout_row[c], dout_row[c]});
+        });
       });
 }
 

@@ -1,6 +1,8 @@
 // LayerNorm over the last dimension (eps 1e-5), as in GPT-2.
 #pragma once
 
+#include "kernels/column_sums.hpp"
+
 namespace trident {
 
 inline constexpr float kLayerNormEps = 1e-5f;
@@ -10,8 +12,11 @@ inline constexpr float kLayerNormEps = 1e-5f;
 void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
                        const float* bias, int rows, int C);
 
-// Accumulates (+=) into dx, dweight and dbias the gradients of Σ dout · out.
+// Accumulates (+=) into dx, dweight and dbias the gradients of Σ dout · out, in one launch (the
+// weight and bias gradients summed over the rows as each row's dx is computed); scratch: of
+// ColumnSumBuffers(2, C).
 void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout, const float* x,
-                        const float* mean, const float* rstd, const float* weight, int rows, int C);
+                        const float* mean, const float* rstd, const float* weight, int rows, int C,
+                        const ColumnSumScratch& scratch);
 
 }  // namespace trident

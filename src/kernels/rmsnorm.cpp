@@ -19,9 +19,10 @@ void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weigh
 }
 
 void rmsnorm_backward(float* dx, float* dweight, const float* dout, const float* x, const float* rstd,
-                      const float* weight, int rows, int C) {
-  for_each_row(
-      "rmsnorm_backward_input", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+                      const float* weight, int rows, int C, const ColumnSumScratch& scratch) {
+  rows_with_column_sums<1>(
+      "rmsnorm_backward", rows, C, Destinations<1>{dweight}, scratch,
+      KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<1>& add) {
         const float* x_row = x + static_cast<long>(r) * C;
         const float* dout_row = dout + static_cast<long>(r) * C;
         const float s = rstd[r];
@@ -29,14 +30,11 @@ void rmsnorm_backward(float* dx, float* dweight, const float* dout, const float*
         const float dnorm_norm_mean =
             row_sum(team, C, [&](int c) { return weight[c] * dout_row[c] * x_row[c] * s; }) / C;
         float* dx_row = dx + static_cast<long>(r) * C;
-        row_for(team, 0, C,
-                [&](int c) { dx_row[c] += (weight[c] * dout_row[c] - x_row[c] * s * dnorm_norm_mean) * s; });
-      });
-  add_rows_into<1>(
-      "rmsnorm_backward_weight", rows, C, KOKKOS_LAMBDA(int) { return Destinations<1>{dweight}; },
-      KOKKOS_LAMBDA(int r, int c) {
-        const long at = static_cast<long>(r) * C + c;
-        return Terms<1>{x[at] * rstd[r] * dout[at]};
+        row_for(team, 0, C, [&](int c) {
+          const float norm = x_row[c] * s;
+          dx_row[c] += (weight[c] * dout_row[c] - norm * dnorm_norm_mean) * s;
+          add(c, Terms<1>{norm * dout_row[c]});
+        });
       });
 }
 

@@ -2,13 +2,17 @@
 // mean subtraction.
 #pragma once
 
+#include "kernels/column_sums.hpp"
+
 namespace trident {
 
 // rstd[r] = 1 / sqrt(mean(x[r, :]²) + eps) is saved for the backward pass.
 void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weight, float eps, int rows, int C);
 
-// Accumulates (+=) into dx and dweight the gradients of Σ dout · out.
+// Accumulates (+=) into dx and dweight the gradients of Σ dout · out, in one launch (the weight
+// gradient summed over the rows as each row's dx is computed); scratch: of ColumnSumBuffers(1, C)
+// or more.
 void rmsnorm_backward(float* dx, float* dweight, const float* dout, const float* x, const float* rstd,
-                      const float* weight, int rows, int C);
+                      const float* weight, int rows, int C, const ColumnSumScratch& scratch);
 
 }  // namespace trident

@@ -7,6 +7,7 @@
 #include <cfloat>
 
 #include "kernels/device.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -36,7 +37,21 @@ double sum_over_rows(const char* label, int rows, const Body& body) {
         if (team.team_rank() == 0) sum += row_value;
       },
       total);
+  note_host_wait(label);  // the total is read on the host
   return total;
+}
+
+// *total (one device double) = Σ_r body(team, r), as sum_over_rows but left on the device: queued,
+// the host does not wait for it.
+template <class Body>
+void sum_over_rows_into(const char* label, int rows, const Body& body, double* total) {
+  Kokkos::parallel_reduce(
+      label, Kokkos::TeamPolicy<ExecSpace>(rows, kRowTeamThreads),
+      KOKKOS_LAMBDA(const RowTeam& team, double& sum) {
+        const double row_value = body(team, team.league_rank());
+        if (team.team_rank() == 0) sum += row_value;
+      },
+      Kokkos::View<double, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(total));
 }
 
 // Σ_{i<n} f(i), on every thread of the team.

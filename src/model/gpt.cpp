@@ -12,6 +12,7 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/encoder.hpp"
 #include "kernels/layernorm.hpp"
+#include "kernels/profile.hpp"
 #include "kernels/residual.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/tied_head.hpp"
@@ -100,11 +101,13 @@ struct Workspace {
         dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
         attention(uninitialised("attention", attention_scratch_floats(attention_heads(cfg, B, tp_size)))),
         dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)),
-        dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()) {}
+        dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()),
+        norm_grad_sums(2, cfg.d_model) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
   BackwardScratch scratch() const {
     return {att.data(),  dln.data(), datty.data(),    attention.data(), dfch.data(),
-            dqkv.data(), dup.data(), gathered.data(), dgathered.data(), dln_local.data()};
+            dqkv.data(), dup.data(), gathered.data(), dgathered.data(), dln_local.data(),
+            norm_grad_sums.scratch()};
   }
 
   FloatBuffer att;        // selective recomputation: the attention probabilities of the layer at work
@@ -114,6 +117,7 @@ struct Workspace {
   FloatBuffer norm_grads;
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
   FloatBuffer dln, datty, dqkv, attention, dfch, dup;
+  ColumnSumBuffers norm_grad_sums;  // a norm backward's weight and bias gradients, per team
 };
 
 // One micro-batch's deferred weight gradients (between I and W of a zero-bubble schedule): each
@@ -163,7 +167,8 @@ struct Gpt::Impl {
   Impl(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs)
       : cfg(cfg), B(micro_batch_size), specs(std::move(chunk_specs)), params(tp.rank(), tp.size()) {}
   virtual ~Impl() = default;
-  virtual double forward(int chunk, int microbatch, const ForwardIO& io) = 0;
+  virtual void forward(int chunk, int microbatch, const ForwardIO& io) = 0;
+  virtual void take_loss_sum(double* total) = 0;
   virtual void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
                         const GradsReadyFn& grads_ready) = 0;
   virtual void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) = 0;
@@ -173,6 +178,7 @@ struct Gpt::Impl {
   std::vector<ModelChunk> specs;
   ParamStore params;
   ActivationMemory memory;
+  Kokkos::View<double, MemSpace> loss_read{"loss_read"};  // take_loss_sum()'s on the host
 };
 
 namespace {
@@ -219,7 +225,8 @@ class FamilyModel final : public Gpt::Impl {
     grads_ = std::make_unique<ModelTensors<Family>>(params.grads, params, specs, cfg.layers);
   }
 
-  double forward(int chunk, int microbatch, const ForwardIO& io) override;
+  void forward(int chunk, int microbatch, const ForwardIO& io) override;
+  void take_loss_sum(double* total) override { loss_.take_sum(total); }
   void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
                 const GradsReadyFn& grads_ready) override;
   void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) override;
@@ -231,11 +238,11 @@ class FamilyModel final : public Gpt::Impl {
     return *chunks_[index];
   }
   void check_forward_io(const ModelChunk& spec, int chunk, const ForwardIO& io) const;
-  double run_forward(const ModelChunk& spec, Stash& a, const int* targets);
+  void run_forward(const ModelChunk& spec, Stash& a, const int* targets, bool counted);
   const Stash& stash_for_backward(Chunk& c, int microbatch);
   void embedding_forward(Stash& a);
   void embedding_backward(const Stash& a, bool now, const GradsReadyFn& grads_ready);
-  double head_forward(Stash& a, const float* input, const int* targets);
+  void head_forward(Stash& a, const float* input, const int* targets, bool counted);
   void head_backward(const Stash& a, const float* input, float loss_scale, WeightGrads when);
   void head_weight_grad(const Stash& a, float loss_scale);
   void report_head(const GradsReadyFn& grads_ready) const;
@@ -257,13 +264,16 @@ class FamilyModel final : public Gpt::Impl {
 };
 
 // The forward pass of one chunk over a stash whose input (encoded, or tokens for the embedding
-// chunk) is filled in. Returns the loss sum on the head chunk, else 0.
+// chunk) is filled in. On the head chunk the loss sum is kept for take_loss_sum() when `counted`
+// (not when recomputing a forward for its backward).
 template <class Family>
-double FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const int* targets) {
+void FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const int* targets, bool counted) {
   if (spec.embedding) embedding_forward(a);
-  for (int i = 0; i < spec.num_layers; ++i)
+  for (int i = 0; i < spec.num_layers; ++i) {
+    const ProfileRegion layer(kLayerForwardRegion);
     Block::forward(ctx_, weights_->blocks[spec.first_layer + i], a.layers[i], block_input(a, i));
-  return spec.head ? head_forward(a, chunk_output(spec, a), targets) : 0.0;
+  }
+  if (spec.head) head_forward(a, chunk_output(spec, a), targets, counted);
 }
 
 // Token (and position) embedding: each token's row of the embedding is on one TP rank, so the
@@ -293,7 +303,7 @@ void FamilyModel<Family>::embedding_backward(const Stash& a, bool now, const Gra
 // The final norm, the logits through the head (this rank's vocabulary rows) and the
 // vocab-parallel loss.
 template <class Family>
-double FamilyModel<Family>::head_forward(Stash& a, const float* input, const int* targets) {
+void FamilyModel<Family>::head_forward(Stash& a, const float* input, const int* targets, bool counted) {
   const int BT = ctx_.rows(), R = ctx_.local_rows(), C = ctx_.C;
   if constexpr (Block::kLayerNorm)
     layernorm_forward(a.final_norm, a.final_norm_mean, a.final_norm_rstd, input, weights_->final_norm,
@@ -302,7 +312,7 @@ double FamilyModel<Family>::head_forward(Stash& a, const float* input, const int
     rmsnorm_forward(a.final_norm, a.final_norm_rstd, input, weights_->final_norm, ctx_.norm_eps, R, C);
   tied_head_forward(gemm_, a.probs, ctx_.gather_rows(a.final_norm, ctx_.scratch.gathered), weights_->head, BT, C,
                     ctx_.local.vocab_real, ctx_.local.vocab_rows);
-  return loss_(a.probs, a.losses, targets);
+  loss_(a.probs, a.losses, targets, counted);
 }
 
 // Leaves the gradient w.r.t. the head's input in ws_.dresidual. a.probs holds d(loss sum)/d(logits);
@@ -318,13 +328,13 @@ void FamilyModel<Family>::head_backward(const Stash& a, const float* input, floa
   const CommRequestPtr reduce = ctx_.sum_rows_async(dln, dln_sum);
   if (when == WeightGrads::now) head_weight_grad(a, loss_scale);
   reduce->wait();
-  Kokkos::deep_copy(ws_.dresidual, 0.0f);
+  zero_floats(ws_.dresidual.data(), ws_.dresidual.extent(0));
   if constexpr (Block::kLayerNorm)
     layernorm_backward(ws_.dresidual.data(), grads_->final_norm, grads_->final_norm_bias, dln_sum, input,
-                       a.final_norm_mean, a.final_norm_rstd, weights_->final_norm, R, C);
+                       a.final_norm_mean, a.final_norm_rstd, weights_->final_norm, R, C, ctx_.scratch.column_sums);
   else
     rmsnorm_backward(ws_.dresidual.data(), grads_->final_norm, dln_sum, input, a.final_norm_rstd, weights_->final_norm,
-                     R, C);
+                     R, C, ctx_.scratch.column_sums);
 }
 
 template <class Family>
@@ -373,6 +383,7 @@ void FamilyModel<Family>::blocks_backward(Chunk& c, const Stash& a, Deferred* de
     const int layer = c.spec.first_layer + i;
     const typename Block::OutputGrads kept = deferred ? deferred->blocks[i] : Block::in_place(ctx_, dresidual);
     with_norm_grads_summed_over_tp(Block::norm_tensors(grads_->blocks[layer]), [&] {
+      const ProfileRegion region(kLayerBackwardRegion);
       Block::backward(ctx_, weights_->blocks[layer], grads_->blocks[layer], a.layers[i], block_input(a, i), dresidual,
                       kept, when);
     });
@@ -388,10 +399,10 @@ auto FamilyModel<Family>::stash_for_backward(Chunk& c, int microbatch) -> const 
   Stash& kept = c.inputs->stash(microbatch);
   Stash& rebuilt = c.stash.acquire(microbatch);
   if (c.spec.embedding)
-    Kokkos::deep_copy(rebuilt.tokens, kept.tokens);
+    copy_ints(rebuilt.tokens.data(), kept.tokens.data(), kept.tokens.extent(0));
   else
     copy_floats(rebuilt.encoded, kept.encoded, ctx_.local_floats());
-  run_forward(c.spec, rebuilt, c.spec.head ? kept.targets.data() : nullptr);
+  run_forward(c.spec, rebuilt, c.spec.head ? kept.targets.data() : nullptr, false);
   c.inputs->release(microbatch);
   return rebuilt;
 }
@@ -443,14 +454,14 @@ void FamilyModel<Family>::report_ready(const GradsReadyFn& grads_ready, const st
 
 template <class Family>
 void FamilyModel<Family>::check_forward_io(const ModelChunk& spec, int chunk, const ForwardIO& io) const {
+  // The ids' values are not read here (that would wait for the device): the data layer checks each
+  // window's ids on the host as it reads them, an embedding row outside this rank's shard reads as
+  // zeros, and a target outside the vocabulary makes the loss NaN.
   const std::size_t BT = ctx_.rows();
-  const int V = cfg.vocab;
   auto check_ids = [&](const IntBuffer* ids, const char* what) {
     if (!ids || ids->extent(0) != BT)
       throw std::invalid_argument(std::string("Gpt::forward: ") + what + " must hold micro_batch_size × seq_len = " +
                                   std::to_string(BT) + " tokens");
-    if (!tokens_in_range(ids->data(), static_cast<long>(BT), V))
-      throw std::invalid_argument("Gpt::forward: token ids must lie in [0, vocab = " + std::to_string(V) + ")");
   };
   if (spec.embedding) check_ids(io.tokens, "inputs");
   if (spec.head) check_ids(io.targets, "targets");
@@ -459,30 +470,29 @@ void FamilyModel<Family>::check_forward_io(const ModelChunk& spec, int chunk, co
 }
 
 template <class Family>
-double FamilyModel<Family>::forward(int chunk_index, int microbatch, const ForwardIO& io) {
+void FamilyModel<Family>::forward(int chunk_index, int microbatch, const ForwardIO& io) {
   Chunk& c = chunk(chunk_index);
   const ModelChunk& spec = c.spec;
   check_forward_io(spec, chunk_index, io);
   const std::size_t BTC = ctx_.local_floats();  // the stream's rows on this rank
   Stash& a = c.stash.acquire(microbatch);
   if (spec.embedding)
-    Kokkos::deep_copy(a.tokens, *io.tokens);
+    copy_ints(a.tokens.data(), io.tokens->data(), a.tokens.extent(0));
   else
     copy_floats(a.encoded, io.input, BTC);
-  const double loss_sum = run_forward(spec, a, spec.head ? io.targets->data() : nullptr);
+  run_forward(spec, a, spec.head ? io.targets->data() : nullptr, true);
   if (!spec.head) copy_floats(io.output, chunk_output(spec, a), BTC);
   if (!io.for_backward) {
     c.stash.release(microbatch);
   } else if (c.inputs) {  // keep only what re-running this forward needs
     Stash& kept = c.inputs->acquire(microbatch);
     if (spec.embedding)
-      Kokkos::deep_copy(kept.tokens, a.tokens);
+      copy_ints(kept.tokens.data(), a.tokens.data(), a.tokens.extent(0));
     else
       copy_floats(kept.encoded, a.encoded, BTC);
-    if (spec.head) Kokkos::deep_copy(kept.targets, *io.targets);
+    if (spec.head) copy_ints(kept.targets.data(), io.targets->data(), kept.targets.extent(0));
     c.stash.release(microbatch);
   }
-  return loss_sum;
 }
 
 // Head, blocks in reverse, embedding: I always, W now or recorded for weight_grad(). Gradient
@@ -530,7 +540,10 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
   }
   for (int i = c.spec.num_layers - 1; i >= 0; --i) {
     const int layer = c.spec.first_layer + i;
-    Block::weight_grad(ctx_, grads_->blocks[layer], a.layers[i], d.blocks[i]);
+    {
+      const ProfileRegion region(kLayerWeightGradRegion);
+      Block::weight_grad(ctx_, grads_->blocks[layer], a.layers[i], d.blocks[i]);
+    }
     report_ready(grads_ready, Block::first_parameter(layer), Block::last_parameter(layer));
   }
   if (c.spec.embedding) {
@@ -568,7 +581,16 @@ Gpt::Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm&
 
 Gpt::~Gpt() = default;
 
-double Gpt::forward(int chunk, int microbatch, const ForwardIO& io) { return impl_->forward(chunk, microbatch, io); }
+void Gpt::forward(int chunk, int microbatch, const ForwardIO& io) { impl_->forward(chunk, microbatch, io); }
+
+void Gpt::take_loss_sum(double* total) { impl_->take_loss_sum(total); }
+
+double Gpt::take_loss_sum() {
+  take_loss_sum(impl_->loss_read.data());
+  double sum = 0.0;
+  Kokkos::deep_copy(sum, impl_->loss_read);
+  return sum;
+}
 
 void Gpt::backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
                    const GradsReadyFn& grads_ready) {
@@ -585,7 +607,8 @@ double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& ta
   ForwardIO io;
   io.tokens = &inputs;
   io.targets = &targets;
-  return forward(0, microbatch, io);
+  forward(0, microbatch, io);
+  return take_loss_sum();
 }
 
 void Gpt::backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready) {
@@ -600,7 +623,7 @@ const ParamTensor* Gpt::tied_embedding() const {
                                                                         : Gpt2Family::embedding);
 }
 
-void Gpt::zero_grads() { Kokkos::deep_copy(impl_->params.grads, 0.0f); }
+void Gpt::zero_grads() { zero_floats(impl_->params.grads.data(), impl_->params.grads.extent(0)); }
 
 ParamStore& Gpt::params() { return impl_->params; }
 const ParamStore& Gpt::params() const { return impl_->params; }

@@ -77,12 +77,13 @@ class Gpt {
   };
 
   // One chunk and one micro-batch, identified by `microbatch` (any id; several may be in flight,
-  // as pipeline schedules need). forward() stashes its activations under that id and returns, on
-  // the head chunk, the sum (not the mean) of the per-token cross-entropy losses, the same on every
-  // TP rank (0 on other chunks). backward() of the same id accumulates into params().grads the
-  // gradient of loss_scale × (that sum) and frees the stash; with loss_scale = 1 / (tokens in the
-  // global batch) a step's gradients are those of the mean loss. With WeightGrads::deferred the
-  // weight gradients (and the stash) wait for weight_grad() of the same chunk and micro-batch.
+  // as pipeline schedules need). forward() stashes its activations under that id and, on the head
+  // chunk, keeps on the device the sum (not the mean) of the per-token cross-entropy losses, the
+  // same on every TP rank, for take_loss_sum(). backward() of the same id accumulates into
+  // params().grads the gradient of loss_scale × (that sum) and frees the stash; with loss_scale =
+  // 1 / (tokens in the global batch) a step's gradients are those of the mean loss. With
+  // WeightGrads::deferred the weight gradients (and the stash) wait for weight_grad() of the same
+  // chunk and micro-batch. Nothing here waits for the device.
   //
   // grads_ready, when given, is called each time a contiguous range [offset, offset + count) of
   // params().grads has received this micro-batch's last contribution (ln_f, then the blocks from
@@ -90,13 +91,20 @@ class Gpt {
   // starts reducing those gradients while backward goes on. A range is reported after every TP
   // collective it depends on has completed.
   using GradsReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
-  double forward(int chunk, int microbatch, const ForwardIO& io);
+  void forward(int chunk, int microbatch, const ForwardIO& io);
   void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io,
                 WeightGrads weight_grads = WeightGrads::now, const GradsReadyFn& grads_ready = {});
   void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready = {});
 
+  // *total (one device double) = the loss sums of the forwards since the last take, added in the
+  // order they ran (0 off the head chunk); starts a new count. Queued: the host does not wait.
+  void take_loss_sum(double* total);
+  // The same, read on the host (waits for the device).
+  double take_loss_sum();
+
   // The whole model on one rank (a single chunk with the embedding and the head): inputs/targets
-  // are micro_batch_size × seq_len token ids. backward() also reports wte through grads_ready.
+  // are micro_batch_size × seq_len token ids; returns the micro-batch's loss sum (read on the host).
+  // backward() also reports wte through grads_ready.
   double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets);
   void backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready = {});
 

@@ -90,7 +90,7 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   linear_backward_input(ctx.gemm, dln, kept.fch, w.c_fc_weight, BT, C, mlp);
   reduce_over_tp_during(Linear::c_fc);
   layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, dln_sum, x.residual2, x.ln2_mean, x.ln2_rstd,
-                     w.ln_2_weight, R, C);
+                     w.ln_2_weight, R, C, ctx.scratch.column_sums);
 
   gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
@@ -106,7 +106,7 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   linear_backward_input(ctx.gemm, dln, kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
   reduce_over_tp_during(Linear::c_attn);
   layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln_sum, input, x.ln1_mean, x.ln1_rstd, w.ln_1_weight, R,
-                     C);
+                     C, ctx.scratch.column_sums);
 }
 
 void Gpt2Block::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {

@@ -9,6 +9,7 @@
 
 #include "comm/comm.hpp"
 #include "deck/choices.hpp"
+#include "kernels/column_sums.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/rope.hpp"
 #include "model/tp_shape.hpp"
@@ -35,6 +36,7 @@ struct BackwardScratch {
   float* gathered = nullptr;   // [B, T, C]  a norm's output gathered, or a row-parallel layer's partial sums
   float* dgathered = nullptr;  // [B, T, C]  the residual stream's gradient gathered
   float* dln_local = nullptr;  // [B, T/tp, C] dln summed over TP, this rank's rows
+  ColumnSumScratch column_sums;  // a norm backward's per-team weight-gradient sums (kernels/column_sums.hpp)
 };
 
 // The shape of one micro-batch's stash on this rank: the TP share of the columns, the B·T rows of

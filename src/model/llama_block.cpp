@@ -106,7 +106,8 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   linear_backward_input(ctx.gemm, dln, kept.gate, w.gate_proj, BT, C, F, kLinear);
   linear_backward_input_add(ctx.gemm, dln, kept.up, w.up_proj, BT, C, F, kLinear);
   reduce_over_tp_during({Linear::gate, Linear::up});
-  rmsnorm_backward(dresidual, dw.post_attention_norm, dln_sum, x.residual2, x.norm2_rstd, w.post_attention_norm, R, C);
+  rmsnorm_backward(dresidual, dw.post_attention_norm, dln_sum, x.residual2, x.norm2_rstd, w.post_attention_norm, R, C,
+                   ctx.scratch.column_sums);
 
   gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, q_width, C, kLinear);
@@ -124,7 +125,7 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   linear_backward_input_add(ctx.gemm, dln, kept.k, w.k_proj, BT, C, kv_width, kLinear);
   linear_backward_input_add(ctx.gemm, dln, kept.v, w.v_proj, BT, C, kv_width, kLinear);
   reduce_over_tp_during({Linear::q, Linear::k, Linear::v});
-  rmsnorm_backward(dresidual, dw.input_norm, dln_sum, input, x.norm1_rstd, w.input_norm, R, C);
+  rmsnorm_backward(dresidual, dw.input_norm, dln_sum, input, x.norm1_rstd, w.input_norm, R, C, ctx.scratch.column_sums);
 }
 
 void LlamaBlock::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {

@@ -18,8 +18,13 @@ class VocabParallelLoss {
   // logits [rows, shape.vocab_rows]: this rank's columns; only the first shape.vocab_real of each
   // row are read and written (the rest is padding). Same contract as softmax_cross_entropy:
   // losses[r] (identical on every rank) and logits become softmax − onehot(target) for this
-  // rank's columns. Returns Σ losses. Collective over tp.
-  double operator()(float* logits, float* losses, const int* targets);
+  // rank's columns. Σ losses stays on the device, kept for take_sum() unless `counted` is false (a
+  // recomputed forward's). Collective over tp.
+  void operator()(float* logits, float* losses, const int* targets, bool counted = true);
+
+  // *total (one device double) = the Σ losses of every call since the last take, added in call
+  // order (the same sum whatever the timing); starts a new count. Queued: the host does not wait.
+  void take_sum(double* total);
 
  private:
   int rows_;
@@ -27,6 +32,9 @@ class VocabParallelLoss {
   Comm* tp_;
   FloatBuffer stats_;      // [3, rows]: this rank's
   FloatBuffer all_stats_;  // [tp, 3, rows]: every rank's
+  Kokkos::View<double*, MemSpace> sums_;  // one per counted call since the last take; grows, never shrinks
+  int calls_ = 0;
+  Kokkos::View<double, MemSpace> uncounted_;  // where an uncounted call's sum goes
 };
 
 }  // namespace trident

@@ -7,24 +7,28 @@
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
 #include "model/param_store.hpp"
+#include "optim/element_runs.hpp"
 #include "optim/optimizer.hpp"
 
 namespace trident {
 
-// The constants of one AdamW step; apply() is the update of one run of elements, shared by the
-// replicated optimizer (whole tensors) and the sharded one (the pieces of tensors a rank owns).
+// The constants of one AdamW step; apply() is the update, one kernel launch over every run of
+// elements, shared by the replicated optimizer (whole tensors) and the sharded one (the pieces of
+// tensors a rank owns).
 class AdamWUpdate {
  public:
-  AdamWUpdate(const TrainConfig& train, int step, double lr, float grad_scale);
+  AdamWUpdate(const TrainConfig& train, int step, double lr);
 
-  // For i < count, with g = grad_scale * grad[i] and wd = weight_decay if decayed, else 0:
+  // For each run and i < run.count, with p = param[run.param + i], g = s · grad[run.local + i]
+  // (s the clip factor of `clip`), m and v at run.local + i, and wd = weight_decay if run.decayed,
+  // else 0:
   //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
   //   m^ = m / (1 - b1^t);   v^ = v / (1 - b2^t)
   //   p -= lr (m^ / (sqrt(v^) + eps) + wd p)
-  void apply(float* param, const float* grad, float* m, float* v, std::size_t count, bool decayed) const;
+  void apply(const ElementRuns& runs, float* param, const float* grad, float* m, float* v, const GradClip& clip) const;
 
  private:
-  float beta1_, beta2_, eps_, lr_, weight_decay_, m_correction_, v_correction_, grad_scale_;
+  float beta1_, beta2_, eps_, lr_, weight_decay_, m_correction_, v_correction_;
 };
 
 class AdamW final : public Optimizer {
@@ -40,9 +44,10 @@ class AdamW final : public Optimizer {
 
  private:
   // Every tensor from params.grads.
-  void update(ParamStore& params, int step, double lr, float grad_scale) override;
+  void update(ParamStore& params, int step, double lr, const GradClip& clip) override;
 
   TrainConfig train_;
+  ElementRuns runs_;  // the store's tensors, whole
 };
 
 }  // namespace trident

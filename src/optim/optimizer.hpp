@@ -6,16 +6,22 @@
 
 namespace trident {
 
+// The global-norm clip: every gradient is multiplied, as the optimizer reads it, by
+// clip_factor(*norm_squared, max_norm) (optim/grad_norm.hpp), which its kernel computes from the
+// squared norm a reduction left in device memory: the host never waits for the norm. No norm (null)
+// leaves the gradients as they are.
+struct GradClip {
+  const double* norm_squared = nullptr;  // device memory, one double
+  double max_norm = 0.0;                 // train.grad_clip; <= 0: no clipping
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  // Updates params.values from the step's gradients with t = step (1-based) for bias correction.
-  // grad_scale multiplies every gradient as it is read (the gradient-clipping factor), which
-  // saves a separate pass over the gradients.
-  void step(ParamStore& params, int step, double lr, float grad_scale = 1.0f) {
-    update(params, step, lr, grad_scale);
-  }
+  // Updates params.values from the step's gradients with t = step (1-based) for bias correction,
+  // the gradients clipped as they are read (a separate pass over them saved).
+  void step(ParamStore& params, int step, double lr, const GradClip& clip = {}) { update(params, step, lr, clip); }
 
   // The AdamW moments in the layout of params.values, for checkpoints: the optimizer's own
   // buffers (changing them changes the optimizer), or under ZeRO-1 gathered copies (collective
@@ -28,7 +34,7 @@ class Optimizer {
   virtual void import_moments(const Moments& moments) = 0;
 
  private:
-  virtual void update(ParamStore& params, int step, double lr, float grad_scale) = 0;
+  virtual void update(ParamStore& params, int step, double lr, const GradClip& clip) = 0;
 };
 
 }  // namespace trident

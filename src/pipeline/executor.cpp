@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "kernels/profile.hpp"
 #include "schedule/message_order.hpp"
 
 namespace trident {
@@ -150,7 +151,7 @@ void StepRun::compute(std::size_t index) {
   const double start = options_.clock();
   switch (action.kind) {
     case ActionKind::forward:
-      result_.loss_sum += compute_.forward(action.chunk, action.microbatch, input_.data(), output_.data());
+      compute_.forward(action.chunk, action.microbatch, input_.data(), output_.data());
       break;
     case ActionKind::backward:
     case ActionKind::input_grad: {
@@ -176,7 +177,7 @@ void StepRun::send(const StepOp& op) {
   if (op.peer == rank_) {
     mailbox_.emplace(op.tag, output_);
   } else {
-    Kokkos::fence();  // the output is complete before the network reads it
+    wait_for_device("pipeline send");  // the output is complete before the network reads it
     sends_.push_back(
         Transfer{pipeline_.send_async(output_.data(), options_.message_floats, op.peer, wire_tag(op)), output_, op});
   }

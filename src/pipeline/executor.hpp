@@ -26,7 +26,6 @@
 namespace trident {
 
 struct PipelineStepResult {
-  double loss_sum = 0.0;           // sum of the micro-batch loss sums on the last virtual stage, else 0
   std::vector<TimelineEvent> events;  // this rank's actions and message waits, on `clock`
 };
 

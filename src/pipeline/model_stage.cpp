@@ -19,7 +19,7 @@ ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const s
 ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets)
     : model_(model), inputs_(inputs), targets_(targets), for_backward_(false) {}
 
-double ModelStage::forward(int chunk, int microbatch, const float* input, float* output) {
+void ModelStage::forward(int chunk, int microbatch, const float* input, float* output) {
   const ModelChunk& spec = model_.chunks()[chunk];
   Gpt::ForwardIO io;
   if (spec.embedding) io.tokens = &inputs_.at(microbatch);
@@ -27,8 +27,10 @@ double ModelStage::forward(int chunk, int microbatch, const float* input, float*
   io.input = input;
   io.output = output;
   io.for_backward = for_backward_;
-  return model_.forward(chunk, microbatch, io);
+  model_.forward(chunk, microbatch, io);
 }
+
+void ModelStage::take_loss_sum(double* total) { model_.take_loss_sum(total); }
 
 void ModelStage::backward(int chunk, int microbatch, const float* output_grad, float* input_grad,
                           WeightGrads weight_grads, bool last_for_chunk) {

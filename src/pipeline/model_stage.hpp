@@ -23,10 +23,11 @@ class ModelStage : public StageCompute {
   // Evaluation: forward passes only (a forward-only schedule), nothing kept for a backward.
   ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets);
 
-  double forward(int chunk, int microbatch, const float* input, float* output) override;
+  void forward(int chunk, int microbatch, const float* input, float* output) override;
   void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
                 bool last_for_chunk) override;
   void weight_grad(int chunk, int microbatch, bool last_for_chunk) override;
+  void take_loss_sum(double* total) override;
 
  private:
   Gpt& model_;

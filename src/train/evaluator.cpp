@@ -42,18 +42,22 @@ bool Evaluator::due(int step) const {
 }
 
 double Evaluator::evaluate() {
-  double loss_sum = 0.0;
   for (int batch = 1; batch <= deck_.eval.batches; ++batch) {
     for (int mb = 0; mb < deck_.schedule.microbatches; ++mb) {
       windows_.fill(batch, grid_.dp_rank(), mb, host_inputs_.data(), host_targets_.data());
       Kokkos::deep_copy(inputs_[mb], host_inputs_);
       Kokkos::deep_copy(targets_[mb], host_targets_);
     }
-    loss_sum += executor_.run_step(stage_).loss_sum;  // its events are not the training step's
+    executor_.run_step(stage_);  // its events are not the training step's
   }
   // As in training: the last stage's tp ranks each hold the whole loss, replicas their share.
-  loss_sum = grid_.pp_group->all_reduce_sum(grid_.dp_group->all_reduce_sum(loss_sum));
-  return loss_sum / static_cast<double>(static_cast<std::int64_t>(deck_.eval.batches) * deck_.tokens_per_step());
+  Kokkos::View<double, MemSpace> loss_sum("eval_loss_sum");
+  stage_.take_loss_sum(loss_sum.data());
+  grid_.dp_group->queue_all_reduce_sum(loss_sum.data(), 1);
+  grid_.pp_group->queue_all_reduce_sum(loss_sum.data(), 1);
+  double total = 0.0;
+  Kokkos::deep_copy(total, loss_sum);
+  return total / static_cast<double>(static_cast<std::int64_t>(deck_.eval.batches) * deck_.tokens_per_step());
 }
 
 std::string Evaluator::describe() const {

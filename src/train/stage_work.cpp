@@ -36,6 +36,7 @@ StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGr
             deck.parallel.sequence_parallel),
       sync(model.params(), *grid.dp_group, bucket_elements(deck.parallel.bucket_mb) * sizeof(float),
            deck.parallel.zero == 1),
+      grad_norm(sync, grid),
       optimizer(make_optimizer(deck, model, sync)),
       compute(make_stage_compute(deck, model, inputs, targets, sync.hook())),
       evaluator(deck.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, options) : nullptr),

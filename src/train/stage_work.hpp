@@ -1,5 +1,5 @@
 // What one rank holds of the model and trains it with: its layers (stage_chunks of the schedule's
-// placement), the gradient reduction, the optimizer, the compute the executor drives and the
+// placement), the gradient reduction, the gradient norm, the optimizer, the compute the executor drives and the
 // evaluator. All of it depends on the split of the layers, so re-planning that moves layers builds
 // it anew (train/trainer.cpp, through a checkpoint) rather than patching each piece.
 #pragma once
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "deck/config.hpp"
+#include "dp/global_grad_norm.hpp"
 #include "dp/gradient_sync.hpp"
 #include "grid/process_grid.hpp"
 #include "kernels/device.hpp"
@@ -29,6 +30,7 @@ struct StageWork {
 
   Gpt model;
   GradientSync sync;
+  GlobalGradNorm grad_norm;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<StageCompute> compute;
   std::unique_ptr<Evaluator> evaluator;  // null without [eval]

@@ -16,7 +16,6 @@
 #include "common/error.hpp"
 #include "data/batch_windows.hpp"
 #include "data/token_stream.hpp"
-#include "dp/global_grad_norm.hpp"
 #include "dp/gradient_sync.hpp"
 #include "grid/process_grid.hpp"
 #include "io/checkpoint_files.hpp"
@@ -25,9 +24,10 @@
 #include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/matmul_precision.hpp"
-#include "optim/grad_norm.hpp"  // clip_factor
+#include "kernels/profile.hpp"
 #include "optim/learning_rate.hpp"
 #include "pipeline/executor.hpp"
+#include "plan/buckets.hpp"
 #include "plan/model_size.hpp"
 #include "plan/partition.hpp"
 #include "schedule/replan.hpp"
@@ -43,6 +43,7 @@
 #include "train/resident_memory.hpp"
 #include "train/run_summary.hpp"
 #include "train/stage_work.hpp"
+#include "train/step_figures.hpp"
 #include "train/stop_signal.hpp"
 
 namespace trident {
@@ -149,7 +150,7 @@ struct Trainer::State {
   // A timestamp waits for the device work queued before it (a no-op on the CPU build), so that a GPU
   // action's event spans its kernels rather than their launch.
   double now() const {
-    Kokkos::fence();
+    wait_for_device("timeline event");
     return clock.now();
   }
   [[noreturn]] void abort_job(const std::string& what) const {
@@ -241,6 +242,7 @@ struct Trainer::State {
   int start_step = 0;                        // the checkpoint's step when resuming
   int saved_step = -1;                       // of the last checkpoint this run wrote
   EventLog events;                           // this rank's events of the step in progress
+  StepFigures figures;                       // the step's loss and gradient norm, on the device
   Attributes timeline_root_attributes;       // world rank 0, until run() opens the timeline
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
@@ -353,8 +355,10 @@ int Trainer::run() {
 
 // One optimizer step: the pipeline runs every micro-batch forward and backward (data parallelism
 // reducing gradients as backward finishes them, through the hook given to make_stage_compute),
-// the gradient reduction completes, the loss is summed over the grid, and AdamW steps.
+// the gradient reduction completes, the loss is summed over the grid, and AdamW steps. The loss
+// and the gradient norm stay on the device until the step's end, where one copy reads them.
 StepTotals Trainer::State::train_step(int step) {
+  const ProfileRegion region(kStepRegion);
   StepTotals totals;
   totals.start = std::chrono::steady_clock::now();
   grid.tp_group->take_blocked_seconds();  // not the checkpoint's gathers between steps
@@ -365,14 +369,20 @@ StepTotals Trainer::State::train_step(int step) {
   reduce_gradients();
   // The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas
   // hold their share.
-  const double loss_sum = grid.pp_group->all_reduce_sum(grid.dp_group->all_reduce_sum(pipeline.loss_sum));
-  totals.loss = loss_sum / static_cast<double>(deck.tokens_per_step());
-  totals.grad_norm = global_grad_norm(work->sync, grid);
+  work->compute->take_loss_sum(figures.loss_sum());
+  grid.dp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
+  grid.pp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
   totals.lr = learning_rate(step, deck.train);
   const double optimizer_start = now();
-  work->optimizer->step(work->model.params(), step, totals.lr,
-                        static_cast<float>(clip_factor(totals.grad_norm, deck.train.grad_clip)));
-  Kokkos::fence();
+  {
+    const ProfileRegion optimizer(kOptimizerRegion);
+    work->grad_norm.compute(figures.grad_norm_squared());
+    work->optimizer->step(work->model.params(), step, totals.lr,
+                          GradClip{figures.grad_norm_squared(), deck.train.grad_clip});
+  }
+  const StepFigures::Read read = figures.read();
+  totals.loss = read.loss_sum / static_cast<double>(deck.tokens_per_step());
+  totals.grad_norm = std::sqrt(read.grad_norm_squared);
   events.record({EventKind::optimizer, -1, -1, optimizer_start, now(), 0});
   return totals;
 }
@@ -394,12 +404,16 @@ void Trainer::State::load_microbatches(int step) {
 }
 
 // The tied wte's two copies (first and last stage) each hold part of its gradient: they are
-// summed, then data parallelism reduces it with the rest and finishes its buckets.
+// summed, then data parallelism reduces it with the rest and finishes its buckets. The sum goes in
+// pieces of parallel.bucket_mb: MPI's all-reduce keeps scratch as large as its buffer, and the
+// whole embedding's gradient is the largest tensor (GPT-2 124M: 147 MiB).
 void Trainer::State::reduce_gradients() {
   GradientSync& sync = work->sync;
   if (const ParamTensor* wte = work->wte) {
     const double t0 = now();
-    grid.embedding_group->all_reduce_sum(wte->in(work->model.params().grads), wte->size);
+    const std::size_t piece = bucket_elements(deck.parallel.bucket_mb);
+    for (std::size_t done = 0; done < wte->size; done += piece)
+      grid.embedding_group->all_reduce_sum(wte->in(work->model.params().grads) + done, std::min(piece, wte->size - done));
     if (grid.embedding_group->size() > 1)
       events.record(
           {EventKind::allreduce_embedding, -1, -1, t0, now(), static_cast<std::int64_t>(wte->size * sizeof(float))});

@@ -51,16 +51,18 @@ TEST(ShardedAdamW, EqualsAdamWOnTheSummedGradient) {
       ASSERT_TRUE(piece_cuts_a_decayed_tensor(sync, dp->size()));
     }
 
+    Kokkos::View<double, MemSpace> norm_squared("norm_squared");
+    Kokkos::deep_copy(norm_squared, 16.0);  // norm 4
     for (int step = 1; step <= 4; ++step) {
       const double lr = 0.01 * step;
-      const float grad_scale = step == 3 ? 0.25f : 1.0f;  // a clipped step
+      const GradClip clip{norm_squared.data(), step == 3 ? 1.0 : 0.0};  // step 3 clipped to a quarter
       from_host(reference.grads, summed_gradients(dp->size(), n, step));
-      adamw.step(reference, step, lr, grad_scale);
+      adamw.step(reference, step, lr, clip);
 
       from_host(params.grads, rank_gradients(dp->rank(), n, step));
       if (const GradientSync::ReadyFn hook = sync.hook(); hook) hook(0, n);
       sync.finish();
-      zero.step(params, step, lr, grad_scale);
+      zero.step(params, step, lr, clip);
 
       EXPECT_EQ(to_host(params.values), to_host(reference.values)) << "step " << step << ", buckets of " << elements;
       const std::vector<float> m = to_host(zero.m), v = to_host(zero.v);

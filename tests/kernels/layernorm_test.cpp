@@ -46,11 +46,45 @@ TEST(LayerNorm, BackwardAccumulatesFiniteDifferenceGradients) {
   n.forward();
   const FloatBuffer dx = random_buffer(rows * C, 5), dweight = random_buffer(C, 6), dbias = random_buffer(C, 7);
   const auto dx_before = to_host(dx), dweight_before = to_host(dweight), dbias_before = to_host(dbias);
+  const ColumnSumBuffers sums(2, C);
   layernorm_backward(dx.data(), dweight.data(), dbias.data(), proj.data(), n.x.data(), n.mean.data(), n.rstd.data(),
-                     n.weight.data(), rows, C);
+                     n.weight.data(), rows, C, sums.scratch());
   expect_gradient("x", n.x, difference(to_host(dx), dx_before), objective, 1e-2f);
   expect_gradient("weight", n.weight, difference(to_host(dweight), dweight_before), objective, 1e-2f);
   expect_gradient("bias", n.bias, difference(to_host(dbias), dbias_before), objective, 1e-2f);
+}
+
+// The weight and bias gradients are summed per team of rows in the scratch and added once; a second
+// launch on the same scratch (its count of finished teams back at 0) adds the same sums again.
+TEST(LayerNorm, BackwardAddsTheSameSumsOnEveryLaunch) {
+  constexpr int many = 1000;  // more rows than teams on any build
+  const FloatBuffer x = random_buffer(many * C, 1, 2.0f, 0.5f), weight = random_buffer(C, 2), bias = random_buffer(C, 3);
+  const FloatBuffer out("out", many * C), mean("mean", many), rstd("rstd", many), dout = random_buffer(many * C, 4);
+  layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), weight.data(), bias.data(), many, C);
+  const FloatBuffer dx("dx", many * C), dweight("dweight", C), dbias("dbias", C);
+  const ColumnSumBuffers sums(2, C);
+  auto backward = [&] {
+    layernorm_backward(dx.data(), dweight.data(), dbias.data(), dout.data(), x.data(), mean.data(), rstd.data(),
+                       weight.data(), many, C, sums.scratch());
+  };
+  backward();
+  const auto once_w = to_host(dweight), once_b = to_host(dbias);
+  const auto h_x = to_host(x), h_dout = to_host(dout), h_mean = to_host(mean), h_rstd = to_host(rstd);
+  for (int c = 0; c < C; c += 37) {
+    double w = 0.0, b = 0.0;
+    for (int r = 0; r < many; ++r) {
+      w += (h_x[r * C + c] - h_mean[r]) * h_rstd[r] * h_dout[r * C + c];
+      b += h_dout[r * C + c];
+    }
+    EXPECT_NEAR(once_w[c], w, 1e-4 * (1.0 + std::abs(w))) << c;
+    EXPECT_NEAR(once_b[c], b, 1e-4 * (1.0 + std::abs(b))) << c;
+  }
+  backward();
+  const auto twice_w = to_host(dweight), twice_b = to_host(dbias);
+  for (int c = 0; c < C; ++c) {
+    ASSERT_EQ(twice_w[c], once_w[c] + once_w[c]) << c;  // x + x is exact
+    ASSERT_EQ(twice_b[c], once_b[c] + once_b[c]) << c;
+  }
 }
 
 }  // namespace

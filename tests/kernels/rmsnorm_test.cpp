@@ -44,7 +44,9 @@ TEST(RmsNorm, BackwardAccumulatesFiniteDifferenceGradients) {
   n.forward();
   const FloatBuffer dx = random_buffer(rows * C, 5), dweight = random_buffer(C, 6);
   const auto dx_before = to_host(dx), dweight_before = to_host(dweight);
-  rmsnorm_backward(dx.data(), dweight.data(), proj.data(), n.x.data(), n.rstd.data(), n.weight.data(), rows, C);
+  const ColumnSumBuffers sums(1, C);
+  rmsnorm_backward(dx.data(), dweight.data(), proj.data(), n.x.data(), n.rstd.data(), n.weight.data(), rows, C,
+                   sums.scratch());
   expect_gradient("x", n.x, difference(to_host(dx), dx_before), objective, 1e-2f);
   expect_gradient("weight", n.weight, difference(to_host(dweight), dweight_before), objective, 1e-2f);
 }

@@ -49,13 +49,15 @@ struct BlockCase {
   AttentionShape heads = attention_heads(cfg, B, 1);
   FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C}, attention{"attention", attention_scratch_floats(heads)},
       dfch{"dfch", rows*F}, dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
+  ColumnSumBuffers norm_grad_sums{1, C};
   LayerContext ctx{B,
                    cfg.seq_len,
                    cfg.d_model,
                    local,
                    no_tp(),
                    gemm,
-                   {nullptr, dln.data(), datty.data(), attention.data(), dfch.data(), dqkv.data(), dup.data()},
+                   {nullptr, dln.data(), datty.data(), attention.data(), dfch.data(), dqkv.data(), dup.data(), nullptr,
+                    nullptr, nullptr, norm_grad_sums.scratch()},
                    &rope,
                    1e-5f};
   LlamaBlock::Stash stash{};

@@ -70,8 +70,10 @@ TEST(AdamW, MatchesScalarReferenceWithDecayOnTwoDimensionalWeightsOnly) {
   expect_matches_reference(train);
 }
 
-TEST(AdamW, ZeroGradientOnlyDecaysWeights) {
-  ParamStore params = optim_test::weight_and_bias();
+// With a zero gradient AdamW only decays: the 2-D weight shrinks by lr · weight_decay, the bias
+// stays. Every element, in a store of short tensors and in one whose tensors span several runs
+// (kRunElements), each run with its tensor's decay.
+void expect_zero_gradient_only_decays(ParamStore params) {
   Kokkos::deep_copy(params.values, 2.0f);
   TrainConfig train;
   train.weight_decay = 0.1;
@@ -80,34 +82,56 @@ TEST(AdamW, ZeroGradientOnlyDecaysWeights) {
   const std::vector<float> values = to_host(params.values);
   const ParamTensor& weight = params.find("h.0.mlp.c_fc.weight");
   const ParamTensor& bias = params.find("h.0.mlp.c_fc.bias");
-  EXPECT_FLOAT_EQ(values[weight.offset], 2.0f - 0.5f * 0.1f * 2.0f);
-  EXPECT_FLOAT_EQ(values[bias.offset], 2.0f);
+  for (std::size_t i = 0; i < weight.size; ++i) ASSERT_FLOAT_EQ(values[weight.offset + i], 2.0f - 0.5f * 0.1f * 2.0f);
+  for (std::size_t i = 0; i < bias.size; ++i) ASSERT_FLOAT_EQ(values[bias.offset + i], 2.0f);
 }
 
-// The clip factor enters as grad_scale: the same update as scaling the gradients beforehand.
-TEST(AdamW, GradScaleEqualsScalingTheGradientsFirst) {
+TEST(AdamW, ZeroGradientOnlyDecaysWeights) {
+  expect_zero_gradient_only_decays(optim_test::weight_and_bias());
+  ParamStore long_tensors;
+  long_tensors.add("h.0.mlp.c_fc.weight", {3, kRunElements});  // three runs, decayed
+  long_tensors.add("h.0.mlp.c_fc.bias", {kRunElements + 5});    // two runs, not decayed
+  long_tensors.allocate();
+  expect_zero_gradient_only_decays(std::move(long_tensors));
+}
+
+// A squared norm in device memory, as GlobalGradNorm leaves it.
+Kokkos::View<double, MemSpace> device_norm_squared(double value) {
+  Kokkos::View<double, MemSpace> squared("norm_squared");
+  Kokkos::deep_copy(squared, value);
+  return squared;
+}
+
+// The clip factor is computed on the device from the squared norm and multiplies the gradients as
+// they are read: the same update as scaling the gradients beforehand (norm 4 against a limit of 1:
+// a quarter), and no scaling where the norm is within the limit.
+TEST(AdamW, ClipFromTheDeviceNormEqualsScalingTheGradientsFirst) {
   TrainConfig train;
-  ParamStore scaled_inside = optim_test::weight_and_bias();
-  ParamStore scaled_before = optim_test::weight_and_bias();
-  const std::size_t n = scaled_inside.total_size();
-  std::vector<float> values(n), grads(n), quarter(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    values[i] = 0.3f + 0.05f * static_cast<float>(i);
-    grads[i] = 0.5f * static_cast<float>(static_cast<int>(i % 5) - 2);
-    quarter[i] = 0.25f * grads[i];  // exact
+  const auto norm_squared = device_norm_squared(16.0);
+  for (const double max_norm : {1.0, 8.0}) {
+    const float factor = max_norm < 4.0 ? 0.25f : 1.0f;
+    ParamStore clipped_inside = optim_test::weight_and_bias();
+    ParamStore scaled_before = optim_test::weight_and_bias();
+    const std::size_t n = clipped_inside.total_size();
+    std::vector<float> values(n), grads(n), scaled(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      values[i] = 0.3f + 0.05f * static_cast<float>(i);
+      grads[i] = 0.5f * static_cast<float>(static_cast<int>(i % 5) - 2);
+      scaled[i] = factor * grads[i];  // exact
+    }
+    from_host(clipped_inside.values, values);
+    from_host(scaled_before.values, values);
+    AdamW inside(clipped_inside, train), before(scaled_before, train);
+    Optimizer& through_interface = inside;
+    for (int t = 1; t <= 3; ++t) {
+      from_host(clipped_inside.grads, grads);
+      through_interface.step(clipped_inside, t, 0.01, GradClip{norm_squared.data(), max_norm});
+      from_host(scaled_before.grads, scaled);
+      before.step(scaled_before, t, 0.01);
+      EXPECT_EQ(to_host(clipped_inside.values), to_host(scaled_before.values)) << "step " << t << ", max norm " << max_norm;
+    }
+    EXPECT_NE(to_host(clipped_inside.values), values);
   }
-  from_host(scaled_inside.values, values);
-  from_host(scaled_before.values, values);
-  AdamW inside(scaled_inside, train), before(scaled_before, train);
-  Optimizer& through_interface = inside;
-  for (int t = 1; t <= 3; ++t) {
-    from_host(scaled_inside.grads, grads);
-    through_interface.step(scaled_inside, t, 0.01, 0.25f);
-    from_host(scaled_before.grads, quarter);
-    before.step(scaled_before, t, 0.01);
-    EXPECT_EQ(to_host(scaled_inside.values), to_host(scaled_before.values)) << "step " << t;
-  }
-  EXPECT_NE(to_host(scaled_inside.values), values);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Gradient sum of squares, scaling and the clip factor.
+// The gradient sum of squares over element runs, and the clip factor.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,15 @@ namespace {
 using optim_test::from_host;
 using optim_test::to_host;
 
+double device_sum_of_squares(const ElementRuns& runs, const float* data) {
+  Kokkos::View<double, MemSpace> total("total");
+  Kokkos::deep_copy(total, -1.0);  // overwritten, not added to
+  sum_of_squares(total.data(), runs, data);
+  double result = 0.0;
+  Kokkos::deep_copy(result, total);
+  return result;
+}
+
 TEST(GradNorm, SumOfSquaresCoversEveryTensor) {
   ParamStore params = optim_test::weight_and_bias();
   std::vector<float> grads(params.total_size());
@@ -21,15 +30,23 @@ TEST(GradNorm, SumOfSquaresCoversEveryTensor) {
     expected += static_cast<double>(grads[i]) * grads[i];
   }
   from_host(params.grads, grads);
-  EXPECT_DOUBLE_EQ(grad_sum_of_squares(params), expected);
+  EXPECT_DOUBLE_EQ(device_sum_of_squares(whole_tensors(params), params.grads.data()), expected);
 }
 
-TEST(GradNorm, SumOfSquaresOfARange) {
-  const std::vector<float> data = {100.0f, 1.0f, -2.0f, 3.0f, 100.0f};
-  FloatBuffer buffer("data", data.size());
-  from_host(buffer, data);
-  EXPECT_EQ(sum_of_squares(buffer.data() + 1, 3), 14.0);
-  EXPECT_EQ(sum_of_squares(buffer.data(), 0), 0.0);
+// Runs read their elements at `local`: pieces of tensors held elsewhere (ZeRO-1's shard).
+TEST(GradNorm, SumOfSquaresOfPiecesHeldAtTheirLocalPlaces) {
+  ParamStore params = optim_test::weight_and_bias();
+  const std::vector<float> shard = {100.0f, 1.0f, -2.0f, 3.0f, 100.0f};
+  FloatBuffer buffer("shard", shard.size());
+  from_host(buffer, shard);
+  ElementRuns runs;
+  runs.add(params.find("h.0.mlp.c_fc.weight"), 4, 2, 1);  // shard[1, 3)
+  runs.add(params.find("h.0.mlp.c_fc.bias"), 12, 1, 3);   // shard[3]
+  runs.upload();
+  EXPECT_EQ(device_sum_of_squares(runs, buffer.data()), 14.0);
+  ElementRuns none;
+  none.upload();
+  EXPECT_EQ(device_sum_of_squares(none, buffer.data()), 0.0);
 }
 
 TEST(GradNorm, SumOfSquaresAccumulatesInDouble) {
@@ -37,14 +54,33 @@ TEST(GradNorm, SumOfSquaresAccumulatesInDouble) {
   params.add("wte.weight", {1 << 12, 1 << 12});  // 16.7M elements: a float sum would stall at 2^24
   params.allocate();
   Kokkos::deep_copy(params.grads, 1.0f);
-  EXPECT_EQ(grad_sum_of_squares(params), static_cast<double>(1 << 24));
+  EXPECT_EQ(device_sum_of_squares(whole_tensors(params), params.grads.data()), static_cast<double>(1 << 24));
+}
+
+// Runs are cut from each piece's start, at most kRunElements long, and carry their tensor's decay.
+TEST(GradNorm, RunsStayWithinTheirTensor) {
+  ParamStore params;
+  params.add("h.0.mlp.c_fc.weight", {2, kRunElements + 1});  // 2 kRunElements + 2: three runs
+  params.add("h.0.mlp.c_fc.bias", {3});
+  params.allocate();
+  const ElementRuns runs = whole_tensors(params);
+  ASSERT_EQ(runs.size(), 4u);
+  const std::vector<ElementRun>& host = runs.host();
+  EXPECT_EQ(host[0].count, kRunElements);
+  EXPECT_EQ(host[1].param, static_cast<std::size_t>(kRunElements));
+  EXPECT_EQ(host[2].count, 2);
+  EXPECT_EQ(host[3].param, params.find("h.0.mlp.c_fc.bias").offset);
+  EXPECT_EQ(host[3].count, 3);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(host[r].decayed, 1) << r;
+  EXPECT_EQ(host[3].decayed, 0);
 }
 
 TEST(GradNorm, ClipFactorOnlyShrinksNormsAboveTheLimit) {
-  EXPECT_DOUBLE_EQ(clip_factor(4.0, 1.0), 0.25);
-  EXPECT_DOUBLE_EQ(clip_factor(1.0, 1.0), 1.0);
-  EXPECT_DOUBLE_EQ(clip_factor(0.5, 1.0), 1.0);
-  EXPECT_DOUBLE_EQ(clip_factor(1e6, 0.0), 1.0);  // 0 = clipping off
+  EXPECT_FLOAT_EQ(clip_factor(16.0, 1.0), 0.25f);
+  EXPECT_FLOAT_EQ(clip_factor(1.0, 1.0), 1.0f);
+  EXPECT_FLOAT_EQ(clip_factor(0.25, 1.0), 1.0f);
+  EXPECT_FLOAT_EQ(clip_factor(1e12, 0.0), 1.0f);  // 0 = clipping off
+  EXPECT_EQ(clip_factor(9.0, 1.0), static_cast<float>(1.0 / 3.0));  // the quotient in fp64, rounded once
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+#include "kernels/profile.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <string>
+
+namespace trident {
+
+ProfileRegion::ProfileRegion(const char* name) : open_(Kokkos::Tools::profileLibraryLoaded()) {
+  if (open_) Kokkos::Profiling::pushRegion(name);
+}
+
+ProfileRegion::~ProfileRegion() {
+  if (open_) Kokkos::Profiling::popRegion();
+}
+
+void wait_for_device(const char* why) {
+  Kokkos::fence();
+  note_host_wait(why);
+}
+
+void note_host_wait(const char* why) {
+  if (Kokkos::Tools::profileLibraryLoaded()) Kokkos::Profiling::markEvent(std::string(kHostWaitEvent) + why);
+}
+
+}  // namespace trident

@@ -1,0 +1,39 @@
+// Names for Kokkos Tools (kokkos-tools' kernel timer and space-time stack, Nsight Systems through
+// kokkos-tools' NVTX connector, bench/step_census): regions around a training step, each layer's
+// forward, backward and weight gradient, the optimizer and every matrix product, and a mark wherever
+// the host waits for the device. With no tool loaded each costs one test of a flag.
+#pragma once
+
+namespace trident {
+
+inline constexpr char kStepRegion[] = "trident::step";
+inline constexpr char kLayerForwardRegion[] = "trident::layer_forward";
+inline constexpr char kLayerBackwardRegion[] = "trident::layer_backward";
+inline constexpr char kLayerWeightGradRegion[] = "trident::layer_weight_grad";
+inline constexpr char kOptimizerRegion[] = "trident::optimizer";
+inline constexpr char kProductRegion[] = "trident::gemm";
+// Prefix of the profile event that marks a host wait; the reason follows it.
+inline constexpr char kHostWaitEvent[] = "trident::host_wait ";
+
+// Scoped: the region lasts as long as the object.
+class ProfileRegion {
+ public:
+  explicit ProfileRegion(const char* name);
+  ~ProfileRegion();
+  ProfileRegion(const ProfileRegion&) = delete;
+  ProfileRegion& operator=(const ProfileRegion&) = delete;
+
+ private:
+  bool open_;
+};
+
+// The host waits until the device has run the work queued so far (a fence; a no-op on the CPU
+// build). Every such wait in trident goes through here with its reason, so that the waits inside a
+// step can be counted: on a GPU each one stalls the launch queue.
+void wait_for_device(const char* why);
+
+// The host waited for the device in another way (a reduction's result read on the host, a CUDA
+// event): marked as wait_for_device marks a fence.
+void note_host_wait(const char* why);
+
+}  // namespace trident

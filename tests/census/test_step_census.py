@@ -1,0 +1,88 @@
+"""bench/step_census: one training step counted, for the GPU step's budget (issue 36).
+
+The census counts through Kokkos Tools what trident names (kernels/profile.hpp): kernels by label,
+matrix products, host waits and device allocations inside the second step. Checked here: the
+products against the model's shapes (counted independently below), counts that must not grow with
+the depth (per-tensor launches or host waits would), and the budget items that hold today.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+CENSUS = os.environ.get("TRIDENT_STEP_CENSUS", "build/cpu/bench/step_census")
+DECKS = os.environ.get("TRIDENT_DECKS", "input_decks")
+MPIEXEC = os.environ.get("TRIDENT_MPIEXEC", "mpirun")
+
+# One rank, one micro-batch of B = 4 sequences of T = 64 (inside one attention tile on the CPU and
+# the GPU build alike), d_model 64.
+DECK = {"gpt2": "tiny.toml", "llama": "llama-tiny.toml"}
+ONE_RANK = ["parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "schedule.microbatches=1"]
+B = 4
+
+
+def census(family, layers, *settings, ranks=1):
+    command = [CENSUS, os.path.join(DECKS, DECK[family])]
+    for setting in ONE_RANK + [f"model.layers={layers}", *settings]:
+        command += ["--set", setting]
+    if ranks > 1:
+        command = [MPIEXEC, "-n", str(ranks)] + command
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def expected_products_per_layer(family):
+    """Products of one layer's forward and backward, from the layer's structure.
+
+    Each linear layer is one product forward and two backward (input and weight gradient). Attention,
+    per sequence and key/value group with T inside one tile: forward the scores and the
+    probabilities times V (both batched over the group's heads); backward the scores again, dV and dK
+    (one product per query head of the group: a head's share adds into its group's), dP and dQ.
+    """
+    if family == "gpt2":
+        linear, groups, heads_per_group = 4, 1, 1  # c_attn, attn c_proj, c_fc, mlp c_proj; all heads one batch
+    else:
+        linear, groups, heads_per_group = 7, 2, 2  # q, k, v, o, gate, up, down; 4 heads over 2 kv heads
+    attention = 2 + (1 + 2 * heads_per_group + 2)
+    return 3 * linear + B * groups * attention
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_products_are_the_layers_products(family):
+    counts = census(family, 12)
+    assert counts["layer_backwards"] == 12
+    assert counts["products_per_layer"] == expected_products_per_layer(family)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_nothing_per_tensor(family):
+    """What the optimizer launches and what the step waits for do not grow with the layers."""
+    shallow, deep = census(family, 2), census(family, 12)
+    for key in ["optimizer_launches", "host_syncs_in_step", "kernel_launches_per_layer", "products_per_layer"]:
+        assert deep[key] == shallow[key], key
+    per_layer = deep["kernel_launches_per_layer"] + deep["products_per_layer"]
+    assert deep["launches_per_step"] - shallow["launches_per_step"] == 10 * per_layer
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_budget_items_that_hold(family):
+    counts = census(family, 12)
+    assert counts["optimizer_launches"] <= 4, counts["kernels"]
+    assert counts["kernels"]["adamw"] == 1
+    assert counts["allocations_in_step"] == 0, counts["allocations"]
+    # The gradient norm and the loss stay on the device until the step's one read.
+    assert not {"sum_of_squares", "softmax_cross_entropy"} & set(counts["host_syncs"]), counts["host_syncs"]
+    # A norm's backward is one launch, its weight gradients summed as the rows go (12 layers' two
+    # norms and the final one).
+    norm = "layernorm_backward" if family == "gpt2" else "rmsnorm_backward"
+    assert counts["kernels"][norm] == 2 * 12 + 1
+    assert not [label for label in counts["kernels"] if label.startswith(norm + "_")], counts["kernels"]
+
+
+def test_zero1_optimizer_is_one_update_and_one_norm():
+    counts = census("gpt2", 2, "parallel.dp=2", "parallel.zero=1", ranks=2)
+    assert counts["kernels"]["adamw"] == 1
+    assert counts["kernels"]["sum_of_squares"] == 1
+    assert counts["optimizer_launches"] == 2

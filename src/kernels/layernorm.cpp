@@ -6,11 +6,12 @@
 
 namespace trident {
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
+void layernorm_forward(float* out, float* mean, float* rstd, const NormInput& x, const float* weight,
                        const float* bias, int rows, int C) {
   for_each_row("layernorm_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
-    const float* x_row = x + static_cast<long>(r) * C;
-    const float m = row_sum(team, C, [&](int c) { return x_row[c]; }) / C;
+    const long offset = static_cast<long>(r) * C;
+    const float m = x.first_pass(team, offset, C, [](float value) { return value; }) / C;
+    const float* x_row = x.row(offset);
     const float squares = row_sum(team, C, [&](int c) { return (x_row[c] - m) * (x_row[c] - m); });
     const float s = 1.0f / math::sqrt(squares / C + kLayerNormEps);
     float* out_row = out + static_cast<long>(r) * C;

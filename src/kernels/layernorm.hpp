@@ -2,14 +2,16 @@
 #pragma once
 
 #include "kernels/column_sums.hpp"
+#include "kernels/norm_input.hpp"
 
 namespace trident {
 
 inline constexpr float kLayerNormEps = 1e-5f;
 
 // out[r, :] = (x[r, :] − mean[r]) · rstd[r] · weight + bias for each of `rows` rows of C;
-// mean and rstd (1 / standard deviation) are saved for the backward pass.
-void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
+// mean and rstd (1 / standard deviation) are saved for the backward pass. x may be a residual sum
+// a + b, which is written out as it is read (kernels/norm_input.hpp).
+void layernorm_forward(float* out, float* mean, float* rstd, const NormInput& x, const float* weight,
                        const float* bias, int rows, int C);
 
 // Accumulates (+=) into dx, dweight and dbias the gradients of Σ dout · out, in one launch (the

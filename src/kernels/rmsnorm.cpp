@@ -6,11 +6,12 @@
 
 namespace trident {
 
-void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weight, float eps, int rows, int C) {
+void rmsnorm_forward(float* out, float* rstd, const NormInput& x, const float* weight, float eps, int rows, int C) {
   for_each_row(
       "rmsnorm_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
-        const float* x_row = x + static_cast<long>(r) * C;
-        const float squares = row_sum(team, C, [&](int c) { return x_row[c] * x_row[c]; });
+        const long offset = static_cast<long>(r) * C;
+        const float squares = x.first_pass(team, offset, C, [](float value) { return value * value; });
+        const float* x_row = x.row(offset);
         const float s = 1.0f / math::sqrt(squares / C + eps);
         float* out_row = out + static_cast<long>(r) * C;
         row_for(team, 0, C, [&](int c) { out_row[c] = x_row[c] * s * weight[c]; });

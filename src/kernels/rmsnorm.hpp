@@ -3,11 +3,13 @@
 #pragma once
 
 #include "kernels/column_sums.hpp"
+#include "kernels/norm_input.hpp"
 
 namespace trident {
 
-// rstd[r] = 1 / sqrt(mean(x[r, :]²) + eps) is saved for the backward pass.
-void rmsnorm_forward(float* out, float* rstd, const float* x, const float* weight, float eps, int rows, int C);
+// rstd[r] = 1 / sqrt(mean(x[r, :]²) + eps) is saved for the backward pass. x may be a residual sum
+// a + b, which is written out as it is read (kernels/norm_input.hpp).
+void rmsnorm_forward(float* out, float* rstd, const NormInput& x, const float* weight, float eps, int rows, int C);
 
 // Accumulates (+=) into dx and dweight the gradients of Σ dout · out, in one launch (the weight
 // gradient summed over the rows as each row's dx is computed); scratch: of ColumnSumBuffers(1, C)

@@ -50,8 +50,8 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
   attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.qkv, x.qkv + attn,
                     x.qkv + 2 * attn, heads);
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
-  residual_forward(x.residual2, x.residual2, input, ctx.local_floats());
-  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, w.ln_2_weight, w.ln_2_bias, R, C);
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, NormInput::residual(x.residual2, x.residual2, input), w.ln_2_weight,
+                    w.ln_2_bias, R, C);
   linear_forward(ctx.gemm, x.fch, ctx.gather_rows(x.ln2, ctx.scratch.gathered), w.c_fc_weight, w.c_fc_bias, BT, C, mlp);
   gelu_forward(x.fch_gelu, x.fch, static_cast<long>(BT) * mlp);
   row_parallel(x.residual3, x.fch_gelu, w.mlp_proj_weight, w.mlp_proj_bias, mlp);

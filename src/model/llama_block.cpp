@@ -66,8 +66,8 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.q, x.k, x.v,
                     attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.o_proj, q_width);
-  residual_forward(x.residual2, x.residual2, input, ctx.local_floats());
-  rmsnorm_forward(x.norm2, x.norm2_rstd, x.residual2, w.post_attention_norm, ctx.norm_eps, R, C);
+  rmsnorm_forward(x.norm2, x.norm2_rstd, NormInput::residual(x.residual2, x.residual2, input), w.post_attention_norm,
+                  ctx.norm_eps, R, C);
   const float* norm2 = ctx.gather_rows(x.norm2, ctx.scratch.gathered);
   linear_forward(ctx.gemm, x.gate, norm2, w.gate_proj, nullptr, BT, C, F, kLinear);
   linear_forward(ctx.gemm, x.up, norm2, w.up_proj, nullptr, BT, C, F, kLinear);

@@ -49,7 +49,7 @@ struct BlockCase {
   AttentionShape heads = attention_heads(cfg, B, 1);
   FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C}, attention{"attention", attention_scratch_floats(heads)},
       dfch{"dfch", rows*F}, dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
-  ColumnSumBuffers norm_grad_sums{1, C};
+  ColumnSumBuffers norm_grad_sums{1, static_cast<int>(C)};
   LayerContext ctx{B,
                    cfg.seq_len,
                    cfg.d_model,

@@ -1,0 +1,44 @@
+// What a norm (LayerNorm, RMSNorm) reads: a tensor x, or the residual connection's sum a + b, which
+// the norm's kernel adds and writes out (the residual stream) in its first pass over each row, so
+// that the add costs no launch and no pass of its own.
+#pragma once
+
+#include "kernels/row_teams.hpp"
+
+namespace trident {
+
+struct NormInput {
+  const float* x = nullptr;      // the input, or a of a + b
+  const float* added = nullptr;  // b; null: x alone
+  float* sum = nullptr;          // where a + b is written (may be a itself)
+
+  NormInput(const float* input) : x(input) {}  // NOLINT: a plain tensor is a norm's usual input
+  static NormInput residual(float* sum, const float* a, const float* b) {
+    NormInput in(a);
+    in.added = b;
+    in.sum = sum;
+    return in;
+  }
+
+  // The row's input values, once first_pass() has run for it.
+  KOKKOS_INLINE_FUNCTION const float* row(long offset) const { return (added ? sum : x) + offset; }
+
+  // Σ_c f(value of column c) over the row at `offset`, writing a + b where there is a b. Like
+  // row_sum, it returns on every thread of the team after all have written: row() may then be read.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION float first_pass(const RowTeam& team, long offset, int C, const F& f) const {
+    if (!added) {
+      const float* in = x + offset;
+      return row_sum(team, C, [&](int c) { return f(in[c]); });
+    }
+    const float *a = x + offset, *b = added + offset;
+    float* s = sum + offset;
+    return row_sum(team, C, [&](int c) {
+      const float value = a[c] + b[c];
+      s[c] = value;
+      return f(value);
+    });
+  }
+};
+
+}  // namespace trident

@@ -12,13 +12,18 @@ optimizer is torch.optim.AdamW (no fused variant in 1.13), with weight decay on 
 global-norm clipping at 1.0, as trident's step does.
 
 On a GPU (--device cuda), --matmul tf32 lets the matrix products use TF32 tensor cores as
-trident's GPU build does, --attention sdpa uses torch's fused scaled_dot_product_attention instead
-of the explicit softmax, and the JSON also carries the bf16 GEMM peak measured on that GPU first.
+trident's GPU build does, --matmul bf16 runs forward and loss under bf16 autocast (fp32 master
+weights, as mixed-precision training does), --attention sdpa uses torch's fused
+scaled_dot_product_attention instead of the explicit softmax, --compile wraps the model in
+torch.compile (PyTorch 2.0 or later: Triton kernels on a GPU), and the JSON also carries the bf16
+GEMM peak measured on that GPU first. --tie-embeddings shares the llama family's lm_head with
+embed_tokens (Llama 3.2 1B).
 
 Prints one JSON line: ms_per_step (median over the steps after warm-up), tokens_per_s and what the
 numbers were measured with (torch version, threads, BLAS).
 """
 import argparse
+import contextlib
 import ctypes
 import json
 import math
@@ -195,6 +200,8 @@ class Llama(nn.Module):
         for p in self.parameters():
             if p.dim() == 2:
                 nn.init.normal_(p, mean=0.0, std=0.02)
+        if args.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
 
     def forward(self, tokens, targets):
         x = self.embed_tokens(tokens)
@@ -278,8 +285,12 @@ def parse_args():
                              "threads is Debian's torch's fastest setting on 2 cores")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--matmul", choices=("fp32", "tf32"), default="fp32",
-                        help="GPU matrix products in fp32 (torch's default) or on TF32 tensor cores")
+    parser.add_argument("--matmul", choices=("fp32", "tf32", "bf16"), default="fp32",
+                        help="GPU matrix products in fp32 (torch's default), on TF32 tensor cores, or "
+                             "under bf16 autocast (fp32 master weights)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch >= 2.0)")
+    parser.add_argument("--tie-embeddings", action="store_true",
+                        help="llama: lm_head shares embed_tokens' weight (GPT-2's head is always tied)")
     parser.add_argument("--attention", choices=("explicit", "sdpa"), default="explicit",
                         help="explicit masked softmax (trident's math) or torch's fused SDPA")
     args = parser.parse_args()
@@ -291,6 +302,8 @@ def parse_args():
     args.ffn_hidden = args.ffn_hidden or (8 * args.d_model // 3 + 255) // 256 * 256
     if args.heads % args.kv_heads != 0:
         parser.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
+    if args.compile and not hasattr(torch, "compile"):
+        parser.error(f"--compile needs PyTorch 2.0 or later; this is {torch.__version__}")
     return args
 
 
@@ -306,6 +319,12 @@ def main():
     torch.manual_seed(args.seed)
     model = build_model(args).to(device)
     optimizer = make_optimizer(model)
+    if args.compile:
+        model = torch.compile(model)
+    # bf16 autocast: products and most activations in bf16, master weights, optimizer and the
+    # gradients' accumulation in fp32 (the loss's softmax stays fp32 under autocast's rules).
+    precision = (lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16)) if args.matmul == "bf16" \
+        else contextlib.nullcontext
 
     def finish_device_work():
         if on_gpu:
@@ -316,7 +335,8 @@ def main():
         window = torch.randint(0, args.vocab, (args.batch, args.seq_len + 1), device=device)
         finish_device_work()
         start = time.perf_counter()
-        loss = model(window[:, :-1], window[:, 1:])
+        with precision():
+            loss = model(window[:, :-1], window[:, 1:])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -339,8 +359,9 @@ def main():
         "openblas": blas,
         "torch_build": torch_build_summary(),
         "device": torch.cuda.get_device_name(device) if on_gpu else "cpu",
-        "matmul": args.matmul if on_gpu else "fp32",
+        "matmul": args.matmul if on_gpu or args.matmul == "bf16" else "fp32",
         "attention": args.attention,
+        "compiled": args.compile,
         "bf16_peak_tflops": peak,
     }))
 

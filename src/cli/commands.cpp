@@ -112,16 +112,17 @@ std::string schedule_summary(const Deck& deck, const Schedule& schedule) {
 
 // Runs `body` with Kokkos initialised on this rank and returns its exit code. On the GPU build each
 // rank first takes the GPU of its node-local rank; a node with more ranks than GPUs is a launch
-// error (exit 2 on every rank, before Kokkos starts).
+// error (exit 2 on every rank, before Kokkos starts) unless they may share them (share_device).
 template <class Body>
-int with_kokkos(int& argc, char** argv, Body&& body) {
+int with_kokkos(int& argc, char** argv, bool share_device, Body&& body) {
 #ifdef KOKKOS_ENABLE_CUDA
   int device = 0;
-  const int code = collectively(MPI_COMM_WORLD, [&] { device = select_device(MPI_COMM_WORLD); });
+  const int code = collectively(MPI_COMM_WORLD, [&] { device = select_device(MPI_COMM_WORLD, share_device); });
   if (code != kExitOk) return code;
   (void)argc, (void)argv;  // Kokkos' own --kokkos-* options would fight the device chosen here
   Kokkos::ScopeGuard kokkos(Kokkos::InitializationSettings().set_device_id(device));
 #else
+  (void)share_device;
   Kokkos::ScopeGuard kokkos(argc, argv);
 #endif
   return body();
@@ -193,16 +194,19 @@ int run_command(const CliArgs& args, int argc, char** argv) {
   const std::vector<MpiSetting> mpi_settings = apply_mpi_tuning_defaults();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  const int code = with_kokkos(argc, argv, [&] {
-    std::unique_ptr<Trainer> trainer;
-    int result = collectively(MPI_COMM_WORLD, [&] {
-      const Deck deck = load_deck(args.deck_path, args.overrides);
-      trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout, describe_mpi(mpi_settings));
+  // The deck first (it needs neither Kokkos nor a device): it says whether ranks may share a GPU.
+  Deck deck;
+  int code = collectively(MPI_COMM_WORLD, [&] { deck = load_deck(args.deck_path, args.overrides); });
+  if (code == kExitOk)
+    code = with_kokkos(argc, argv, deck.parallel.share_device, [&] {
+      std::unique_ptr<Trainer> trainer;
+      int result = collectively(MPI_COMM_WORLD, [&] {
+        trainer = std::make_unique<Trainer>(deck, MPI_COMM_WORLD, std::cout, describe_mpi(mpi_settings));
+      });
+      int outcome = kExitOk;
+      if (result == kExitOk) result = or_abort(MPI_COMM_WORLD, [&] { outcome = trainer->run(); });
+      return result == kExitOk ? outcome : result;
     });
-    int outcome = kExitOk;
-    if (result == kExitOk) result = or_abort(MPI_COMM_WORLD, [&] { outcome = trainer->run(); });
-    return result == kExitOk ? outcome : result;
-  });
   MPI_Finalize();
   return code;
 }

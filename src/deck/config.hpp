@@ -56,6 +56,10 @@ struct ParallelConfig {
   int zero = 0;                    // 1 = ZeRO-1: AdamW state sharded across the dp group
   double bucket_mb = 25.0;         // data-parallel gradient all-reduce bucket size (MiB)
   P2pMatching p2p = P2pMatching::automatic;  // resolved by make_process_grid
+  // GPU build: the ranks of a node may outnumber its GPUs and share them (rank r takes GPU r mod G);
+  // every collective and pipeline message then goes over MPI through host copies (NCCL refuses two
+  // ranks on one GPU). A test mode: a one-GPU machine runs a grid. The CPU build runs as without it.
+  bool share_device = false;
 
   int world_size() const { return tp * pp * dp; }
 };

@@ -194,6 +194,7 @@ const std::vector<KeySpec>& deck_keys() {
       integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
       real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
       choice("parallel", "p2p", &Deck::parallel, &ParallelConfig::p2p),
+      boolean("parallel", "share_device", &Deck::parallel, &ParallelConfig::share_device),
 
       choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind),
       integer("schedule", "microbatches", &Deck::schedule, &ScheduleConfig::microbatches, 1),

@@ -10,7 +10,7 @@
 
 namespace trident {
 
-int choose_device(const NodePlacement& placement, int device_count) {
+int choose_device(const NodePlacement& placement, int device_count, bool share) {
   const std::string where = placement.host.empty() ? "this node" : "node " + placement.host;
   if (device_count <= 0) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -18,11 +18,13 @@ int choose_device(const NodePlacement& placement, int device_count) {
                      (visible ? visible : "<unset>") +
                      "): request GPUs from the scheduler (e.g. sbatch --gpus-per-node=G) or run the cpu build");
   }
+  if (share) return placement.local_rank % device_count;
   if (placement.local_ranks > device_count)
     throw InputError(std::to_string(placement.local_ranks) + " ranks run on " + where + " but it has " +
                      std::to_string(device_count) + " GPU(s): launch one rank per GPU (srun --ntasks-per-node=" +
                      std::to_string(device_count) + ", or mpirun --map-by ppr:" + std::to_string(device_count) +
-                     ":node)");
+                     ":node), or set parallel.share_device = true to let ranks share them (a test mode: "
+                     "communication then goes through host memory)");
   return placement.local_rank;
 }
 
@@ -40,11 +42,11 @@ NodePlacement node_placement(MPI_Comm world) {
   return placement;
 }
 
-int select_device(MPI_Comm world) {
+int select_device(MPI_Comm world, bool share) {
   const NodePlacement placement = node_placement(world);
   int device_count = 0;
   if (cudaGetDeviceCount(&device_count) != cudaSuccess) device_count = 0;  // no driver = no GPU here
-  const int device = choose_device(placement, device_count);
+  const int device = choose_device(placement, device_count, share);
   TRIDENT_GPU_CHECK(cudaSetDevice(device));
   return device;
 }

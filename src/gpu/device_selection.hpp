@@ -15,14 +15,16 @@ struct NodePlacement {
   std::string host;
 };
 
-// The device for `placement` among `device_count` visible GPUs; throws InputError (exit 2) when
-// the node has more ranks than GPUs or none is visible, saying how to launch instead.
-int choose_device(const NodePlacement& placement, int device_count);
+// The device for `placement` among `device_count` visible GPUs: local rank r takes GPU r, or, when
+// the ranks share the GPUs (parallel.share_device), GPU r mod device_count. Throws InputError (exit
+// 2) when none is visible, or when the node has more ranks than GPUs and they may not share, saying
+// how to launch instead.
+int choose_device(const NodePlacement& placement, int device_count, bool share = false);
 
 // This rank's placement (MPI_Comm_split_type over `world`): collective over `world`.
 NodePlacement node_placement(MPI_Comm world);
 
 // choose_device for this rank and cudaSetDevice; returns the device. Collective over `world`.
-int select_device(MPI_Comm world);
+int select_device(MPI_Comm world, bool share = false);
 
 }  // namespace trident

@@ -19,18 +19,21 @@ namespace {
 // The Comm of one group (`split` holds its ranks). The CPU build talks MPI on every axis. The GPU
 // build runs the collectives of tp, dp and the embedding group on NCCL, after the kernels queued so
 // far; the pipeline's messages on NCCL too (one channel per peer and direction, comm/
-// nccl_pipeline_comm.hpp), or on MPI through host copies (parallel.p2p "mpi" or "ordered").
+// nccl_pipeline_comm.hpp), or on MPI through host copies (parallel.p2p "mpi" or "ordered"); with
+// parallel.share_device everything goes on MPI through host copies.
 enum class Traffic { collectives, point_to_point };
 
-std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic, P2pMatching p2p, const std::string& name) {
+std::unique_ptr<Comm> group_comm(MPI_Comm split, Traffic traffic, const ParallelConfig& config,
+                                 const std::string& name) {
 #ifdef KOKKOS_ENABLE_CUDA
-  if (traffic == Traffic::point_to_point && p2p == P2pMatching::nccl)
+  if (config.share_device) return make_host_staged_comm(make_mpi_comm(split, name));
+  if (traffic == Traffic::point_to_point && config.p2p == P2pMatching::nccl)
     return make_nccl_pipeline_comm(split, ExecSpace().cuda_stream());
   if (traffic == Traffic::point_to_point) return make_host_staged_comm(make_mpi_comm(split, name));
   return make_nccl_comm(split, ExecSpace().cuda_stream(), name);
 #else
   (void)traffic;
-  (void)p2p;
+  (void)config;
   return make_mpi_comm(split, name);
 #endif
 }
@@ -41,7 +44,7 @@ std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const
   if (group.size() == 1) return make_local_comm();
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, group.front(), coordinate(rank_to_coords(world_rank, config), axis), &split);
-  auto comm = group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives, config.p2p,
+  auto comm = group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives, config,
                          std::string(word_of(axis)));
   MPI_Comm_free(&split);
   return comm;
@@ -56,17 +59,23 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, color, grid.pp_rank(), &split);
   if (!member) return make_local_comm();
-  auto comm = group_comm(split, Traffic::collectives, config.p2p, "embedding");
+  auto comm = group_comm(split, Traffic::collectives, config, "embedding");
   MPI_Comm_free(&split);
   return comm;
 }
 
 }  // namespace
 
-P2pMatching resolve_p2p(P2pMatching p2p) {
+P2pMatching resolve_p2p(P2pMatching p2p, bool share_device) {
 #ifdef KOKKOS_ENABLE_CUDA
-  return p2p == P2pMatching::automatic ? P2pMatching::nccl : p2p;
+  if (share_device && p2p == P2pMatching::nccl)
+    throw InputError(
+        "parallel.p2p = \"nccl\" cannot run with parallel.share_device = true (NCCL refuses two ranks on one GPU): "
+        "use \"ordered\" (NCCL's matching over MPI) or \"mpi\"");
+  if (p2p == P2pMatching::automatic) return share_device ? P2pMatching::tagged : P2pMatching::nccl;
+  return p2p;
 #else
+  (void)share_device;
   if (p2p == P2pMatching::nccl)
     throw InputError(
         "parallel.p2p = \"nccl\" needs the GPU build (the cuda preset); on a CPU, \"ordered\" runs the pipeline's "
@@ -77,7 +86,7 @@ P2pMatching resolve_p2p(P2pMatching p2p) {
 
 ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& requested, ChunkPlacement placement) {
   ParallelConfig config = requested;
-  config.p2p = resolve_p2p(requested.p2p);
+  config.p2p = resolve_p2p(requested.p2p, requested.share_device);
   ProcessGrid grid;
   grid.config = config;
   grid.head_pp_rank = head_rank(placement, config.pp);

@@ -46,9 +46,10 @@ struct ProcessGrid {
   bool holds_head() const { return pp_rank() == head_pp_rank; }
 };
 
-// parallel.p2p as this build runs it: "auto" is nccl on the GPU build and mpi (tagged) on the CPU
-// build, where nccl is an InputError.
-P2pMatching resolve_p2p(P2pMatching p2p);
+// parallel.p2p as this build runs it: "auto" is nccl on the GPU build (mpi, tagged, with
+// parallel.share_device, where nccl is an InputError) and mpi on the CPU build, where nccl is an
+// InputError.
+P2pMatching resolve_p2p(P2pMatching p2p, bool share_device);
 
 // Collective over `world`, whose size must be config.world_size() (checked by the caller).
 // `placement`: where the schedule puts the chunks (which pipeline rank holds the head). The grid's

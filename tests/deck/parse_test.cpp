@@ -17,6 +17,7 @@ TEST(DeckParse, MinimalDeckKeepsEveryDefaultOfConfigHpp) {
   EXPECT_EQ(deck.parallel.dp, defaults.parallel.dp);
   EXPECT_EQ(word_of(deck.parallel.order), "tp-dp-pp");
   EXPECT_TRUE(deck.parallel.stage_layers.empty());
+  EXPECT_FALSE(deck.parallel.share_device);
   EXPECT_EQ(deck.schedule.kind, ScheduleKind::one_f_one_b);
   EXPECT_EQ(deck.schedule.microbatches, defaults.schedule.microbatches);
   EXPECT_EQ(deck.schedule.micro_batch_size, defaults.schedule.micro_batch_size);
@@ -98,6 +99,7 @@ pp = 2
 dp = 5
 order = "pp-tp-dp"
 stage_layers = [3, 5]
+share_device = true
 
 [schedule]
 kind = "gpipe"
@@ -146,6 +148,7 @@ log_every = 6
   EXPECT_EQ(deck.parallel.dp, 5);
   EXPECT_EQ(word_of(deck.parallel.order), "pp-tp-dp");
   EXPECT_EQ(deck.parallel.stage_layers, (std::vector<int>{3, 5}));
+  EXPECT_TRUE(deck.parallel.share_device);
   EXPECT_EQ(deck.schedule.kind, ScheduleKind::gpipe);
   EXPECT_EQ(deck.schedule.microbatches, 7);
   EXPECT_EQ(deck.schedule.micro_batch_size, 3);

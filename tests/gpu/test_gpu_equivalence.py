@@ -4,8 +4,19 @@ seed and data on one rank of each, per-step losses compared.
 The two runs start from the same weights (the initialisation is counter-based, identical on both
 backends) and read the same tokens, so they differ only by arithmetic: in strict fp32
 (NVIDIA_TF32_OVERRIDE=0) by the order of float sums, with TF32 tensor cores (the GPU build's
-default) by the 10-bit mantissa of the GEMM inputs. Without a GPU the test reports "skipped: no GPU".
+default) by the 10-bit mantissa of the GEMM inputs; with train.precision = "bf16" both builds
+multiply the same bf16-rounded inputs (exact products, fp32 sums), so again only by the order of
+sums. Without a GPU the test reports "skipped: no GPU".
+
+A grid runs on one GPU too (parallel.share_device: tp 2 x pp 2, four ranks sharing the device, their
+messages through host memory), in strict fp32 against the CPU build's one rank: every grid's
+losses are one rank's up to the order of sums.
+
+The CPU side is the CPU build run here (TRIDENT_CPU_EXE), or its losses computed beforehand on a CPU
+machine (TRIDENT_CPU_LOSSES, a JSON file {"fp32": [...], "bf16": [...]} that scripts/gpu_kit
+writes): a GPU node need not hold the CPU build.
 """
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -20,10 +31,15 @@ STEPS = 5
 # One rank, the small model; enough steps for AdamW to move the weights away from the shared start.
 SETTINGS = ("parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "schedule.microbatches=2",
             "schedule.micro_batch_size=4", f"train.steps={STEPS}", "data.kind=synthetic")
-# Bounds on |loss_gpu / loss_cpu - 1| at every step. fp32: reassociation of sums (the CPU and GPU
-# kernels reduce in different orders); TF32: rounding of GEMM inputs to 11 significant bits
+# Bounds on |loss_gpu / loss_cpu - 1| at every step. fp32 and bf16: reassociation of sums (the CPU
+# and GPU kernels reduce in different orders); TF32: rounding of GEMM inputs to 11 significant bits
 # (2^-11 ≈ 4.9e-4 per element), averaged over the tokens of a step's loss.
-TOLERANCE = {"fp32": 1e-4, "tf32": 2e-3}
+TOLERANCE = {"fp32": 1e-4, "tf32": 2e-3, "bf16": 1e-4, "grid": 1e-4}
+# The CPU run each GPU run is compared with: TF32 against fp32 (the CPU build's fp32 is exact).
+CPU_PRECISION = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "grid": "fp32"}
+# The GPU runs: train.precision, whether cuBLAS keeps strict fp32, and the grid on the one GPU.
+GPU_RUN = {"fp32": ("auto", True, ()), "tf32": ("auto", False, ()), "bf16": ("bf16", False, ()),
+           "grid": ("auto", True, ("parallel.tp=2", "parallel.pp=2", "parallel.share_device=true"))}
 
 
 def executable(variable):
@@ -34,10 +50,12 @@ def executable(variable):
     return path
 
 
-def losses(exe, out, env):
-    command = [exe, "run", str(DECK), "--set", f"output.dir={out}"]
-    for setting in SETTINGS:
+def losses(exe, out, env, precision, grid=()):
+    command = [exe, "run", str(DECK), "--set", f"output.dir={out}", "--set", f"train.precision={precision}"]
+    for setting in SETTINGS + grid:
         command += ["--set", setting]
+    if grid:
+        command = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "4", "--oversubscribe"] + command
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     if proc.returncode == 2 and "no CUDA device is visible" in proc.stderr:
         pytest.skip("skipped: no GPU")
@@ -48,17 +66,23 @@ def losses(exe, out, env):
         return np.asarray(f["steps"]["loss"][()], dtype=np.float64)
 
 
-@pytest.fixture(scope="module")
-def cpu_losses(tmp_path_factory):
-    return losses(executable("TRIDENT_CPU_EXE"), tmp_path_factory.mktemp("cpu"), dict(os.environ))
+def cpu_run(precision, tmp_path_factory):
+    """The CPU build's losses at `precision`, from the file if one is given, else run here."""
+    reference = os.environ.get("TRIDENT_CPU_LOSSES")
+    if reference:
+        return np.asarray(json.loads(Path(reference).read_text())[precision], dtype=np.float64)
+    return losses(executable("TRIDENT_CPU_EXE"), tmp_path_factory.mktemp(f"cpu_{precision}"), dict(os.environ),
+                  precision)
 
 
-@pytest.mark.parametrize("math", ["fp32", "tf32"])
-def test_gpu_losses_follow_the_cpu_run(cpu_losses, tmp_path, math):
+@pytest.mark.parametrize("math", ["fp32", "tf32", "bf16", "grid"])
+def test_gpu_losses_follow_the_cpu_run(tmp_path_factory, tmp_path, math):
+    cpu_losses = cpu_run(CPU_PRECISION[math], tmp_path_factory)
+    precision, strict, grid = GPU_RUN[math]
     env = dict(os.environ)
-    if math == "fp32":
+    if strict:
         env["NVIDIA_TF32_OVERRIDE"] = "0"  # cuBLAS then ignores the TF32 request
-    gpu = losses(executable("TRIDENT_EXE"), tmp_path, env)
+    gpu = losses(executable("TRIDENT_EXE"), tmp_path, env, precision, grid)
     assert len(gpu) == len(cpu_losses) == STEPS
     deviation = np.abs(gpu / cpu_losses - 1.0)
     assert np.all(deviation <= TOLERANCE[math]), (

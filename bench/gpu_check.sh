@@ -9,6 +9,7 @@
 #   node         nvidia-smi; every library of the kit's executables resolves
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
 #   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS; NCCL collectives on one rank
+#   census       bench/step_census on the GPU build: one step's launches, products and host waits
 #   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4,
 #                and tp 2 x pp 2 on the one GPU (parallel.share_device) against one rank, 1e-4
 #   gpt2         GPT-2 124M, T 1024, B 8: trident against PyTorch tf32-explicit, bf16-sdpa, bf16-sdpa-compile
@@ -67,6 +68,8 @@ step libraries_cublas "$kit/bin/trident_gpu_tests"
 step libraries_nccl "$kit/bin/mpirun" -n 1 "$kit/libexec/trident_gpu_mpi_tests" \
   "--gtest_filter=-*PointToPoint*:NcclPipelineCommTest.*"
 unset NVIDIA_TF32_OVERRIDE
+step census "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
+  --set parallel.dp=1 --set schedule.microbatches=1 --set model.layers=12
 step equivalence env TRIDENT_EXE="$kit/bin/trident" TRIDENT_CPU_LOSSES="$kit/reference/cpu_losses.json" \
   TRIDENT_MPIEXEC="$kit/bin/mpirun" \
   "$python" -m pytest -q -p no:cacheprovider -rs "$repo/tests/gpu/test_gpu_equivalence.py"

@@ -32,24 +32,10 @@ void linear_forward(GemmContext& context, float* y, const float* x, const float*
   gemm(context, false, out_in, rows, out, in, 1.0f, x, in, w, out_in ? in : out, bias ? 1.0f : 0.0f, y, out);
 }
 
-namespace {
-
-void input_grad(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
-                WeightLayout layout, float beta) {
-  const bool out_in = layout == WeightLayout::out_in;
-  gemm(context, false, !out_in, rows, in, out, 1.0f, dy, out, w, out_in ? in : out, beta, dx, in);
-}
-
-}  // namespace
-
 void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
-                           WeightLayout layout) {
-  input_grad(context, dx, dy, w, rows, in, out, layout, 0.0f);
-}
-
-void linear_backward_input_add(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in,
-                               int out, WeightLayout layout) {
-  input_grad(context, dx, dy, w, rows, in, out, layout, 1.0f);
+                           WeightLayout layout, int dx_ld) {
+  const bool out_in = layout == WeightLayout::out_in;
+  gemm(context, false, !out_in, rows, in, out, 1.0f, dy, out, w, out_in ? in : out, 0.0f, dx, dx_ld > 0 ? dx_ld : in);
 }
 
 void linear_backward_weight(GemmContext& context, float* dw, float* dbias, const float* x, const float* dy, int rows,

@@ -15,14 +15,9 @@ enum class WeightLayout { in_out, out_in };
 void linear_forward(GemmContext& context, float* y, const float* x, const float* w, const float* bias, int rows, int in,
                     int out, WeightLayout layout = WeightLayout::in_out);
 
-// dx[rows, in] = dy[rows, out] · wᵀ   (overwrites dx)
+// dx[rows, in] = dy[rows, out] · wᵀ   (overwrites dx; its rows dx_ld floats apart, 0: in)
 void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
-                           WeightLayout layout = WeightLayout::in_out);
-
-// dx[rows, in] += dy · (the weight as [out, in]): the input gradient of a layer whose input feeds
-// several layers (Llama's q, k, v and gate, up), summed over them.
-void linear_backward_input_add(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in,
-                               int out, WeightLayout layout = WeightLayout::in_out);
+                           WeightLayout layout = WeightLayout::in_out, int dx_ld = 0);
 
 // dw += xᵀ · dy (in the weight's layout);  dbias[out] += Σ_rows dy (no bias: null)
 void linear_backward_weight(GemmContext& context, float* dw, float* dbias, const float* x, const float* dy, int rows,

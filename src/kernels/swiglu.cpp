@@ -1,7 +1,7 @@
 #include "kernels/swiglu.hpp"
 
-#include "kernels/device.hpp"
 #include "kernels/math.hpp"
+#include "kernels/row_teams.hpp"
 
 namespace trident {
 
@@ -11,20 +11,29 @@ KOKKOS_INLINE_FUNCTION float sigmoid(float x) { return 1.0f / (1.0f + math::fast
 
 }  // namespace
 
-void swiglu_forward(float* h, const float* gate, const float* up, long n) {
-  Kokkos::parallel_for(
-      "swiglu_forward", Kokkos::RangePolicy<ExecSpace>(0, n),
-      KOKKOS_LAMBDA(long i) { h[i] = gate[i] * sigmoid(gate[i]) * up[i]; });
+// Row by row (no index division per element; the CPU's loops over a row's columns vectorise).
+void swiglu_forward(float* h, const float* gate_up, int rows, int F) {
+  for_each_row("swiglu_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+    const float* gate = gate_up + 2L * F * r;
+    const float* up = gate + F;
+    float* h_row = h + static_cast<long>(F) * r;
+    row_for(team, 0, F, [&](int c) { h_row[c] = gate[c] * sigmoid(gate[c]) * up[c]; });
+  });
 }
 
-void swiglu_backward(float* dgate, float* dup, const float* dh, const float* gate, const float* up, long n) {
-  Kokkos::parallel_for(
-      "swiglu_backward", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
-        const float g = gate[i], s = sigmoid(g), d = dh[i];
-        const float u = up[i];
-        dgate[i] = d * u * s * (1.0f + g * (1.0f - s));
-        dup[i] = d * g * s;
-      });
+void swiglu_backward(float* d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F) {
+  for_each_row("swiglu_backward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+    const float* gate = gate_up + 2L * F * r;
+    const float* up = gate + F;
+    const float* dh_row = dh + dh_ld * r;
+    float* dgate = d_gate_up + 2L * F * r;
+    float* dup = dgate + F;
+    row_for(team, 0, F, [&](int c) {
+      const float g = gate[c], s = sigmoid(g), d = dh_row[c];
+      dgate[c] = d * up[c] * s * (1.0f + g * (1.0f - s));
+      dup[c] = d * g * s;
+    });
+  });
 }
 
 }  // namespace trident

@@ -1,11 +1,16 @@
-// SwiGLU, the gate of Llama's MLP: h = silu(gate) · up, elementwise, silu(g) = g · sigmoid(g).
+// SwiGLU, the gate of Llama's MLP: h = silu(gate) · up, elementwise, silu(g) = g · sigmoid(g). gate
+// and up are the halves of one product's output (gate_proj and up_proj multiplied as one [2F, C]
+// weight): each of `rows` rows holds F gate values, then F up values.
 #pragma once
 
 namespace trident {
 
-void swiglu_forward(float* h, const float* gate, const float* up, long n);
+// h[r, c] = silu(gate_up[r, c]) · gate_up[r, F + c]   (h: rows × F)
+void swiglu_forward(float* h, const float* gate_up, int rows, int F);
 
-// dgate = dh · up · silu'(gate), dup = dh · silu(gate) (both overwritten; either may alias dh).
-void swiglu_backward(float* dgate, float* dup, const float* dh, const float* gate, const float* up, long n);
+// The gradients w.r.t. gate and up, in the same layout: d_gate_up[r, c] = dh · up · silu'(gate),
+// d_gate_up[r, F + c] = dh · silu(gate). dh[r, c] sits at dh[r · dh_ld + c]; it may be the gate
+// half of d_gate_up itself (dh_ld = 2F), read before it is overwritten.
+void swiglu_backward(float* d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F);
 
 }  // namespace trident

@@ -85,7 +85,9 @@ FloatBuffer uninitialised(const char* name, std::size_t n) {
 
 // Activation gradients of one backward pass (micro-batches run backward one at a time).
 struct Workspace {
-  Workspace(const ModelConfig& cfg, const TpShape& local, int tp_size, int B, bool up_projection,
+  // mlp_inputs: the MLP's column-parallel outputs per token, in widths of F/tp (GPT-2's c_fc 1,
+  // Llama's gate | up 2).
+  Workspace(const ModelConfig& cfg, const TpShape& local, int tp_size, int B, int mlp_inputs,
             bool shared_probabilities, int sequence_shards)
       : att(shared_probabilities ? uninitialised("att", attention_saved_floats(attention_heads(cfg, B, tp_size)))
                                  : FloatBuffer()),
@@ -100,14 +102,12 @@ struct Workspace {
         datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
         dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
         attention(uninitialised("attention", attention_scratch_floats(attention_heads(cfg, B, tp_size)))),
-        dfch(uninitialised("dfch", rows(cfg, B) * local.mlp_width)),
-        dup(up_projection ? uninitialised("dup", rows(cfg, B) * local.mlp_width) : FloatBuffer()),
+        dfch(uninitialised("dfch", rows(cfg, B) * mlp_inputs * local.mlp_width)),
         norm_grad_sums(2, cfg.d_model) {}
   static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
   BackwardScratch scratch() const {
-    return {att.data(),  dln.data(), datty.data(),    attention.data(), dfch.data(),
-            dqkv.data(), dup.data(), gathered.data(), dgathered.data(), dln_local.data(),
-            norm_grad_sums.scratch()};
+    return {att.data(),      dln.data(),       datty.data(),     attention.data(),        dfch.data(), dqkv.data(),
+            gathered.data(), dgathered.data(), dln_local.data(), norm_grad_sums.scratch()};
   }
 
   FloatBuffer att;        // selective recomputation: the attention probabilities of the layer at work
@@ -116,7 +116,7 @@ struct Workspace {
   static constexpr std::size_t kMostNormTensors = 4;
   FloatBuffer norm_grads;
   FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
-  FloatBuffer dln, datty, dqkv, attention, dfch, dup;
+  FloatBuffer dln, datty, dqkv, attention, dfch;
   ColumnSumBuffers norm_grad_sums;  // a norm backward's weight and bias gradients, per team
 };
 
@@ -199,7 +199,7 @@ class FamilyModel final : public Gpt::Impl {
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
         gemm_(precision),
         rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
-        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, !Block::kLayerNorm,
+        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, Block::kLayerNorm ? 1 : 2,
             recompute == Recompute::selective && cfg.attention == AttentionKernel::explicit_probabilities,
             sequence_parallel ? tp.size() : 1),
         ctx_{micro_batch_size,

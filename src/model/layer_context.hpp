@@ -29,9 +29,8 @@ struct BackwardScratch {
   float* dln;    // [B, T, C]       gradient w.r.t. a norm's output
   float* datty;  // [B, T, C/tp]    gradient w.r.t. the attention output
   float* attention;  // the attention kernel's scratch, forward and backward (attention_scratch_floats)
-  float* dfch;   // [B, T, F/tp]    gradient w.r.t. the MLP's hidden layer (Llama: then its gate)
+  float* dfch;   // [B, T, F/tp]    gradient w.r.t. the MLP's hidden layer; Llama [B, T, 2F/tp]: gate | up
   float* dqkv;   // [B, T, 3C/tp]   gradient w.r.t. q, k and v (weights now)
-  float* dup;    // [B, T, F/tp]    Llama: gradient w.r.t. the MLP's up projection (weights now)
   // Sequence parallelism only (else null): all B·T rows of the tensor-parallel region's border.
   float* gathered = nullptr;   // [B, T, C]  a norm's output gathered, or a row-parallel layer's partial sums
   float* dgathered = nullptr;  // [B, T, C]  the residual stream's gradient gathered

@@ -5,7 +5,10 @@
 // No biases; weights in nn.Linear's [out, in] layout, as Hugging Face stores them. Grouped-query
 // attention: query head h reads kv head ⌊h / (heads / kv_heads)⌋. Tensor parallel as Megatron:
 // q, k, v (by heads), gate and up column-parallel; o_proj and down_proj row-parallel, their outputs
-// all-reduced over the TP group in forward; RMSNorms replicated.
+// all-reduced over the TP group in forward; RMSNorms replicated. q_proj, k_proj and v_proj lie one
+// after the other in the parameter buffer (on every TP rank, its heads of each), so they are one
+// [(H + 2·KV)/tp · hd, C] weight and one product, each token's output row q | k | v; gate_proj and
+// up_proj likewise one [2F/tp, C] weight, gate | up.
 #pragma once
 
 #include <cstddef>
@@ -27,38 +30,34 @@ struct LlamaBlock {
 
   struct Weights {
     float* input_norm;
-    float *q_proj, *k_proj, *v_proj, *o_proj;
+    float* qkv_proj;  // q_proj, k_proj, v_proj, one after the other
+    float* o_proj;
     float* post_attention_norm;
-    float *gate_proj, *up_proj, *down_proj;
+    float* gate_up_proj;  // gate_proj, up_proj, one after the other
+    float* down_proj;
   };
 
   // What forward keeps for backward, one micro-batch (plan/memory.cpp counts the same list).
   struct Stash {
     float* norm1;       // [R, C]  input_layernorm output (R: the stream's rows, as in Gpt2Block)
     float* norm1_rstd;  // [R]
-    float* q;           // [B, T, H/tp · hd]   after RoPE
-    float* k;           // [B, T, KV/tp · hd]  after RoPE
-    float* v;           // [B, T, KV/tp · hd]
+    float* qkv;         // [B, T, (H + 2·KV)/tp · hd]  each token's q | k | v, q and k after RoPE
     float* att;         // what attention keeps: [B, H/tp, T] log-sum-exps (tiled) or [B, H/tp, T, T] probabilities
     float* atty;        // [B, T, H/tp · hd]   attention output, before o_proj
     float* residual2;   // [R, C]  residual stream after attention
     float* norm2;       // [R, C]  post_attention_layernorm output
     float* norm2_rstd;  // [R]
-    float* gate;        // [B, T, F/tp]
-    float* up;          // [B, T, F/tp]
-    float* h;           // [B, T, F/tp]  silu(gate) · up
+    float* gate_up;     // [B, T, 2F/tp]  each token's gate | up
+    float* h;           // [B, T, F/tp]   silu(gate) · up
     float* residual3;   // [R, C]  block output
   };
 
   // Gradients w.r.t. the outputs of the block's projections (q and k before RoPE), as in Gpt2Block.
   struct OutputGrads {
     float* mlp_out;   // [B, T, C]      down_proj's
-    float* gate;      // [B, T, F/tp]
-    float* up;        // [B, T, F/tp]
+    float* gate_up;   // [B, T, 2F/tp]  gate | up
     float* attn_out;  // [B, T, C]      o_proj's
-    float* q;         // [B, T, H/tp · hd]
-    float* k;         // [B, T, KV/tp · hd]
-    float* v;         // [B, T, KV/tp · hd]
+    float* qkv;       // [B, T, (H + 2·KV)/tp · hd]  q | k | v
   };
 
   // The norms' weights (d_model floats each): sequence parallelism sums their gradients over TP.
@@ -66,18 +65,18 @@ struct LlamaBlock {
 
   static std::string prefix(int layer) { return "layers." + std::to_string(layer) + "."; }
   static std::string first_parameter(int layer) { return prefix(layer) + "input_layernorm.weight"; }
+  // Floats of one token's q | k | v on a TP rank.
+  static std::size_t qkv_width(const TpShape& local) {
+    return static_cast<std::size_t>(local.heads + 2 * local.kv_heads) * local.head_dim;
+  }
   static std::string last_parameter(int layer) { return prefix(layer) + "mlp.down_proj.weight"; }
 
   static void add_parameters(ParamStore& params, const ModelConfig& cfg, int layer);
   static Weights tensors(const FloatBuffer& buffer, const ParamStore& params, int layer);
 
   static OutputGrads in_place(const LayerContext& ctx, float* dresidual) {
-    const std::size_t rows = ctx.rows();
-    float* q = ctx.scratch.dqkv;
-    float* k = q + rows * ctx.local.heads * ctx.local.head_dim;
-    float* v = k + rows * ctx.local.kv_heads * ctx.local.head_dim;
     float* out = ctx.output_grads(dresidual);
-    return {out, ctx.scratch.dfch, ctx.scratch.dup, out, q, k, v};
+    return {out, ctx.scratch.dfch, out, ctx.scratch.dqkv};
   }
 
   // Without it (selective recomputation, explicit kernel) att is null: the layer uses ctx.scratch.att.
@@ -92,7 +91,7 @@ struct LlamaBlock {
   static void weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept);
 
  private:
-  enum class Linear { down, gate, up, o, q, k, v };
+  enum class Linear { down, gate_up, o, qkv };
   static void linear_weight_grads(std::initializer_list<Linear> layers, const LayerContext& ctx, const Weights& dw,
                                   const Stash& x, const OutputGrads& kept);
 };
@@ -104,30 +103,23 @@ void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
   const std::size_t hd = local.head_dim, f = local.mlp_width;
   x.norm1 = take(R * C);
   x.norm1_rstd = take(R);
-  x.q = take(BT * local.heads * hd);
-  x.k = take(BT * local.kv_heads * hd);
-  x.v = take(BT * local.kv_heads * hd);
+  x.qkv = take(BT * qkv_width(local));
   x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * local.heads * hd);
   x.residual2 = take(R * C);
   x.norm2 = take(R * C);
   x.norm2_rstd = take(R);
-  x.gate = take(BT * f);
-  x.up = take(BT * f);
+  x.gate_up = take(BT * 2 * f);
   x.h = take(BT * f);
   x.residual3 = take(R * C);
 }
 
 template <class Take>
 void LlamaBlock::carve(OutputGrads& g, const TpShape& local, std::size_t rows, std::size_t C, Take&& take) {
-  const std::size_t hd = local.head_dim;
   g.mlp_out = take(rows * C);
-  g.gate = take(rows * local.mlp_width);
-  g.up = take(rows * local.mlp_width);
+  g.gate_up = take(rows * 2 * local.mlp_width);
   g.attn_out = take(rows * C);
-  g.q = take(rows * local.heads * hd);
-  g.k = take(rows * local.kv_heads * hd);
-  g.v = take(rows * local.kv_heads * hd);
+  g.qkv = take(rows * qkv_width(local));
 }
 
 }  // namespace trident

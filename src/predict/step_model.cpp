@@ -74,8 +74,10 @@ PieceTime layer_time(const CostContext& c) {
   const double qkv = (model.heads + 2.0 * model.key_value_heads()) * hd / c.tp();
   const double inner = model.heads * hd / c.tp(), ffn = static_cast<double>(model.mlp_hidden()) / c.tp();
   const bool llama = model.family == ModelFamily::llama;
-  const double weight_gemms =
-      c.gemm(rows, qkv, d) + c.gemm(rows, d, inner) + c.gemm(rows, ffn, d, llama ? 2.0 : 1.0) + c.gemm(rows, d, ffn);
+  // One product each: q | k | v, the attention's output projection, the MLP's input (Llama's gate |
+  // up as one) and its output.
+  const double weight_gemms = c.gemm(rows, qkv, d) + c.gemm(rows, d, inner) +
+                              c.gemm(rows, llama ? 2.0 * ffn : ffn, d) + c.gemm(rows, d, ffn);
   PieceTime layer;
   const PassTime core = attention_core_forward(c);
   const double activations =

@@ -36,7 +36,8 @@ def census(family, layers, *settings, ranks=1):
 def expected_products_per_layer(family):
     """Products of one layer's forward and backward, from the layer's structure.
 
-    Each linear layer is one product forward and two backward (input and weight gradient). Attention,
+    Each linear layer is one product forward and two backward (input and weight gradient); Llama's
+    q, k, v are one linear layer (one [q | k | v] weight), and so are gate and up. Attention,
     per sequence and key/value group with T inside one tile: forward the scores and the
     probabilities times V (both batched over the group's heads); backward the scores again, dV and dK
     (one product per query head of the group: a head's share adds into its group's), dP and dQ.
@@ -44,7 +45,7 @@ def expected_products_per_layer(family):
     if family == "gpt2":
         linear, groups, heads_per_group = 4, 1, 1  # c_attn, attn c_proj, c_fc, mlp c_proj; all heads one batch
     else:
-        linear, groups, heads_per_group = 7, 2, 2  # q, k, v, o, gate, up, down; 4 heads over 2 kv heads
+        linear, groups, heads_per_group = 4, 2, 2  # q|k|v, o, gate|up, down; 4 heads over 2 kv heads
     attention = 2 + (1 + 2 * heads_per_group + 2)
     return 3 * linear + B * groups * attention
 

@@ -9,35 +9,53 @@ namespace {
 
 using namespace testing;
 
-constexpr long n = 37;
+constexpr int rows = 5, F = 7;
 
+// gate and up side by side in each row, as the fused gate|up product writes them.
 struct SwigluCase {
-  FloatBuffer gate = random_buffer(n, 1, 3.0f), up = random_buffer(n, 2);
-  FloatBuffer h{"h", n};
-  void forward() { swiglu_forward(h.data(), gate.data(), up.data(), n); }
+  FloatBuffer gate_up = random_buffer(rows * 2 * F, 1, 3.0f);
+  FloatBuffer h{"h", rows * F};
+  void forward() { swiglu_forward(h.data(), gate_up.data(), rows, F); }
 };
 
 TEST(Swiglu, ForwardIsSiluOfGateTimesUp) {
   SwigluCase s;
   s.forward();
-  const auto g = to_host(s.gate), u = to_host(s.up), h = to_host(s.h);
-  for (long i = 0; i < n; ++i) {
-    const double silu = g[i] / (1.0 + std::exp(-double(g[i])));
-    EXPECT_NEAR(h[i], silu * u[i], 1e-5 * (1.0 + std::abs(silu * u[i])));
-  }
+  const auto gu = to_host(s.gate_up), h = to_host(s.h);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < F; ++c) {
+      const double g = gu[2 * F * r + c], u = gu[2 * F * r + F + c];
+      const double expected = g / (1.0 + std::exp(-g)) * u;
+      EXPECT_NEAR(h[F * r + c], expected, 1e-5 * (1.0 + std::abs(expected))) << r << ", " << c;
+    }
 }
 
 TEST(Swiglu, BackwardMatchesFiniteDifferences) {
   SwigluCase s;
-  const FloatBuffer proj = random_buffer(n, 3);
+  const FloatBuffer proj = random_buffer(rows * F, 3);
   auto objective = [&] {
     s.forward();
     return dot(proj, s.h);
   };
-  const FloatBuffer dgate = random_buffer(n, 4), dup = random_buffer(n, 5);  // overwritten
-  swiglu_backward(dgate.data(), dup.data(), proj.data(), s.gate.data(), s.up.data(), n);
-  expect_gradient("gate", s.gate, to_host(dgate), objective, 1e-2f);
-  expect_gradient("up", s.up, to_host(dup), objective, 1e-2f);
+  const FloatBuffer d_gate_up = random_buffer(rows * 2 * F, 4);  // overwritten
+  swiglu_backward(d_gate_up.data(), proj.data(), F, s.gate_up.data(), rows, F);
+  expect_gradient("gate_up", s.gate_up, to_host(d_gate_up), objective, 1e-2f);
+}
+
+// dh may be the gate half of the output buffer (the down projection's input gradient written there
+// with rows 2F apart): the same gradients as from a separate dh.
+TEST(Swiglu, BackwardReadsDhFromTheGateHalf) {
+  SwigluCase s;
+  const FloatBuffer dh = random_buffer(rows * F, 3), separate("separate", rows * 2 * F);
+  swiglu_backward(separate.data(), dh.data(), F, s.gate_up.data(), rows, F);
+  std::vector<float> in_place(rows * 2 * F, -7.0f);
+  const auto h_dh = to_host(dh);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < F; ++c) in_place[2 * F * r + c] = h_dh[F * r + c];
+  FloatBuffer shared("shared", rows * 2 * F);
+  copy_to(shared, in_place);
+  swiglu_backward(shared.data(), shared.data(), 2 * F, s.gate_up.data(), rows, F);
+  EXPECT_EQ(to_host(shared), to_host(separate));
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct BlockCase {
   RopeTable rope{cfg.seq_len, cfg.head_dim(), cfg.rope_theta};
   AttentionShape heads = attention_heads(cfg, B, 1);
   FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C}, attention{"attention", attention_scratch_floats(heads)},
-      dfch{"dfch", rows*F}, dqkv{"dqkv", rows * 3 * C}, dup{"dup", rows*F};
+      dfch{"dfch", rows * 2 * F}, dqkv{"dqkv", rows * 3 * C};
   ColumnSumBuffers norm_grad_sums{1, static_cast<int>(C)};
   LayerContext ctx{B,
                    cfg.seq_len,
@@ -56,8 +56,8 @@ struct BlockCase {
                    local,
                    no_tp(),
                    gemm,
-                   {nullptr, dln.data(), datty.data(), attention.data(), dfch.data(), dqkv.data(), dup.data(), nullptr,
-                    nullptr, nullptr, norm_grad_sums.scratch()},
+                   {nullptr, dln.data(), datty.data(), attention.data(), dfch.data(), dqkv.data(), nullptr, nullptr,
+                    nullptr, norm_grad_sums.scratch()},
                    &rope,
                    1e-5f};
   LlamaBlock::Stash stash{};

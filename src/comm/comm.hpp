@@ -27,6 +27,9 @@ class Comm {
 
   virtual int rank() const = 0;  // this rank's index in the group (its coordinate on the axis)
   virtual int size() const = 0;
+  // Whether operations are ordered after the kernels queued before them by the device itself (NCCL
+  // on the compute stream's events), so that the host need not wait for those kernels first.
+  virtual bool ordered_on_device() const { return false; }
 
   // Sums over the group, in place.
   virtual void all_reduce_sum(float* data, std::size_t count) = 0;

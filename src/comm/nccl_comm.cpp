@@ -35,6 +35,7 @@ class NcclComm final : public Comm {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool ordered_on_device() const override { return true; }
 
   void all_reduce_sum(float* data, std::size_t count) override { all_reduce_sum_async(data, count)->wait(); }
   double all_reduce_sum(double value) override {
@@ -42,7 +43,7 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(cudaMemcpyAsync(scalar_, &value, sizeof value, cudaMemcpyHostToDevice, stream_));
     TRIDENT_GPU_CHECK(ncclAllReduce(scalar_, scalar_, 1, ncclDouble, ncclSum, comm_, stream_));
     TRIDENT_GPU_CHECK(cudaMemcpyAsync(&value, scalar_, sizeof value, cudaMemcpyDeviceToHost, stream_));
-    queued("all-reduce")->wait();
+    waited_on_host("all-reduce");
     return value;
   }
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
@@ -58,7 +59,7 @@ class NcclComm final : public Comm {
   void all_gather(const float* send, float* recv, std::size_t count) override {
     after_compute();
     TRIDENT_GPU_CHECK(ncclAllGather(send, recv, count, ncclFloat, comm_, stream_));
-    queued("all-gather")->wait();
+    queued("all-gather")->wait();  // the compute stream waits, not the host
   }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     reduce_scatter_sum_async(send, recv, count)->wait();
@@ -71,7 +72,7 @@ class NcclComm final : public Comm {
   void broadcast(float* data, std::size_t count, int root) override {
     after_compute();
     TRIDENT_GPU_CHECK(ncclBroadcast(data, data, count, ncclFloat, root, comm_, stream_));
-    queued("broadcast")->wait();
+    queued("broadcast")->wait();  // the compute stream waits, not the host
   }
   // The tag is not sent (see nccl_comm.hpp): order carries the matching.
   CommRequestPtr send_async(const float* data, std::size_t count, int peer, int /*tag*/) override {
@@ -99,7 +100,12 @@ class NcclComm final : public Comm {
     TRIDENT_GPU_CHECK(cudaEventRecord(comm_done_, stream_));
     TRIDENT_GPU_CHECK(cudaStreamWaitEvent(compute_, comm_done_, 0));
   }
-  CommRequestPtr queued(const char* operation) { return std::make_unique<NcclRequest>(stream_, operation, group_); }
+  // The collective queued last: its wait() orders the compute stream after it (no host wait).
+  CommRequestPtr queued(const char* operation) {
+    return std::make_unique<NcclRequest>(stream_, operation, group_, compute_);
+  }
+  // Blocks the host until the work queued on the comm stream is done (a result read on the host).
+  void waited_on_host(const char* operation) { NcclRequest(stream_, operation, group_).wait(); }
 
   std::string group_;  // as the watchdog names it
   int rank_ = 0;

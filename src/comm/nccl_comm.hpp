@@ -2,8 +2,11 @@
 // grid axis, created from that axis' MPI communicator (rank 0 makes the unique id, MPI broadcasts
 // it). The operations run on the communicator's own stream, ordered after the work already queued
 // on the compute stream (an event), so that communication overlaps the compute queued after it.
-// Blocking calls return once the result is in place; the async ones return a request whose
-// test() polls and wait() blocks on the stream's event.
+// Blocking calls return once the result is ordered before the compute stream's later work (the
+// host does not wait, except for a result it reads itself); the async ones return a request whose
+// test() polls the stream's event and whose wait() orders the compute stream after it. A collective
+// that never completes is then seen by the step's one read on the host (train/step_figures.hpp),
+// which the watchdog watches.
 //
 // Point to point: NCCL matches a send with the peer's receives in the order they are issued (it
 // carries no tag), and runs a communicator's operations in the order they were queued on its one

@@ -71,6 +71,7 @@ class NcclPipelineComm final : public Comm {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool ordered_on_device() const override { return true; }
 
   void all_reduce_sum(float* data, std::size_t count) override { collectives_->all_reduce_sum(data, count); }
   double all_reduce_sum(double value) override { return collectives_->all_reduce_sum(value); }

@@ -41,6 +41,7 @@ class TimedComm final : public Comm {
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
+  bool ordered_on_device() const override { return inner_->ordered_on_device(); }
   void all_reduce_sum(float* data, std::size_t count) override;
   double all_reduce_sum(double value) override;
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override;

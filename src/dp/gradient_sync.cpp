@@ -88,8 +88,9 @@ void GradientSync::launch_complete_buckets() {
 }
 
 void GradientSync::launch(const Bucket& bucket) {
-  // The communication reads the gradients directly: backward's kernels must be done.
-  wait_for_device("data-parallel bucket");
+  // The communication reads the gradients directly: backward's kernels must be done (NCCL orders
+  // itself after them on the device).
+  if (!dp_.ordered_on_device()) wait_for_device("data-parallel bucket");
   float* grads = params_.grads.data() + bucket.offset;
   if (!zero1_) {
     in_flight_.push_back(dp_.all_reduce_sum_async(grads, bucket.size));
@@ -111,7 +112,8 @@ void GradientSync::all_gather_params() {
 
 void GradientSync::all_gather_in_place(FloatBuffer& buffer) {
   if (!zero1_ || dp_.size() == 1) return;
-  wait_for_device("ZeRO-1 all-gather");  // the optimizer's kernels wrote the pieces being sent
+  // The optimizer's kernels wrote the pieces being sent (NCCL orders itself after them).
+  if (!dp_.ordered_on_device()) wait_for_device("ZeRO-1 all-gather");
   const std::size_t rank = static_cast<std::size_t>(dp_.rank());
   for (const Bucket& bucket : buckets_) {
     float* values = buffer.data() + bucket.offset;

@@ -58,6 +58,7 @@ class StepRun {
   void send(const StepOp& op);
   void wait(Transfer& transfer, bool receiving);
   std::string describe(const Transfer& transfer, bool receiving) const;
+  double mark() const { return options_.mark ? options_.mark() : options_.clock(); }
   void reap_sends();
   void finish();
 
@@ -148,7 +149,7 @@ void StepRun::compute(std::size_t index) {
   const bool sends_output = index + 1 < ops_.size() && ops_[index + 1].kind == OpKind::send;
   if (sends_output) output_ = take_buffer();
   const bool last_weights = index == last_weight_op_[action.chunk];
-  const double start = options_.clock();
+  const double start = mark();
   switch (action.kind) {
     case ActionKind::forward:
       compute_.forward(action.chunk, action.microbatch, input_.data(), output_.data());
@@ -161,7 +162,7 @@ void StepRun::compute(std::size_t index) {
     }
     case ActionKind::weight_grad: compute_.weight_grad(action.chunk, action.microbatch, last_weights); break;
   }
-  result_.events.push_back({event_kind(action.kind), action.microbatch, action.chunk, start, options_.clock(), 0});
+  result_.events.push_back({event_kind(action.kind), action.microbatch, action.chunk, start, mark(), 0});
   if (options_.take_collective_events) {
     for (TimelineEvent& collective : options_.take_collective_events()) {
       collective.microbatch = action.microbatch;
@@ -177,7 +178,8 @@ void StepRun::send(const StepOp& op) {
   if (op.peer == rank_) {
     mailbox_.emplace(op.tag, output_);
   } else {
-    wait_for_device("pipeline send");  // the output is complete before the network reads it
+    // The output is complete before the network reads it: NCCL orders the send after its kernels.
+    if (!pipeline_.ordered_on_device()) wait_for_device("pipeline send");
     sends_.push_back(
         Transfer{pipeline_.send_async(output_.data(), options_.message_floats, op.peer, wire_tag(op)), output_, op});
   }

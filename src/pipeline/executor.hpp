@@ -49,6 +49,9 @@ class PipelineExecutor {
     // matching, one FIFO per pair of ranks and direction (the schedule must pass
     // find_message_order_problem).
     P2pMatching p2p = P2pMatching::tagged;
+    // Optional: the time of this point of the device's work, for the actions' events, on `clock`'s
+    // axis, without the host waiting for the device (kernels/device_clock.hpp); default: `clock`.
+    std::function<double()> mark;
   };
 
   // `pipeline`: this rank's pipeline group (rank i = pipeline rank i of `schedule`), which must

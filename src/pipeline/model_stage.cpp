@@ -1,16 +1,8 @@
 #include "pipeline/model_stage.hpp"
 
-#include <cstddef>
-#include <string>
+#include <utility>
 
 namespace trident {
-
-std::vector<IntBuffer> token_buffers(int microbatches, int micro_batch_size, int seq_len, const char* name) {
-  std::vector<IntBuffer> buffers;
-  for (int j = 0; j < microbatches; ++j)
-    buffers.emplace_back(std::string(name), static_cast<std::size_t>(micro_batch_size) * seq_len);
-  return buffers;
-}
 
 ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
                        float loss_scale, Gpt::GradsReadyFn grads_ready)

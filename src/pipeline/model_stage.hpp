@@ -10,9 +10,6 @@
 
 namespace trident {
 
-// Device buffers for the token ids of `microbatches` micro-batches of micro_batch_size × seq_len.
-std::vector<IntBuffer> token_buffers(int microbatches, int micro_batch_size, int seq_len, const char* name);
-
 class ModelStage : public StageCompute {
  public:
   // inputs[j] / targets[j]: micro-batch j's token ids, read by the chunk with the embedding and the

@@ -29,13 +29,8 @@ Evaluator::Evaluator(const Deck& deck, const Schedule& training, const ProcessGr
       windows_(held_out_tokens(deck), deck.model.seq_len, deck.schedule.micro_batch_size, deck.schedule.microbatches,
                deck.parallel.dp),
       executor_(checked_forward_only(training), *grid.pp_group, options),
-      inputs_(
-          token_buffers(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, "eval_inputs")),
-      targets_(token_buffers(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len,
-                             "eval_targets")),
-      host_inputs_(Kokkos::create_mirror(inputs_[0])),
-      host_targets_(Kokkos::create_mirror(targets_[0])),
-      stage_(model, inputs_, targets_) {}
+      tokens_(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, "eval_tokens"),
+      stage_(model, tokens_.inputs, tokens_.targets) {}
 
 bool Evaluator::due(int step) const {
   return step == deck_.train.steps || (deck_.eval.every > 0 && step % deck_.eval.every == 0);
@@ -43,11 +38,7 @@ bool Evaluator::due(int step) const {
 
 double Evaluator::evaluate() {
   for (int batch = 1; batch <= deck_.eval.batches; ++batch) {
-    for (int mb = 0; mb < deck_.schedule.microbatches; ++mb) {
-      windows_.fill(batch, grid_.dp_rank(), mb, host_inputs_.data(), host_targets_.data());
-      Kokkos::deep_copy(inputs_[mb], host_inputs_);
-      Kokkos::deep_copy(targets_[mb], host_targets_);
-    }
+    tokens_.load(windows_, batch, grid_.dp_rank());
     executor_.run_step(stage_);  // its events are not the training step's
   }
   // As in training: the last stage's tp ranks each hold the whole loss, replicas their share.

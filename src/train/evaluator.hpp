@@ -17,6 +17,7 @@
 #include "pipeline/executor.hpp"
 #include "pipeline/model_stage.hpp"
 #include "schedule/schedule.hpp"
+#include "train/step_tokens.hpp"
 
 namespace trident {
 
@@ -38,8 +39,7 @@ class Evaluator {
   const ProcessGrid& grid_;
   BatchWindows windows_;
   PipelineExecutor executor_;
-  std::vector<IntBuffer> inputs_, targets_;  // per micro-batch
-  HostIntBuffer host_inputs_, host_targets_;
+  StepTokens tokens_;
   ModelStage stage_;
 };
 

@@ -22,6 +22,7 @@
 #include "io/run_dir.hpp"
 #include "io/timeline_writer.hpp"
 #include "kernels/device.hpp"
+#include "kernels/device_clock.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/matmul_precision.hpp"
 #include "kernels/profile.hpp"
@@ -44,6 +45,7 @@
 #include "train/run_summary.hpp"
 #include "train/stage_work.hpp"
 #include "train/step_figures.hpp"
+#include "train/step_tokens.hpp"
 #include "train/stop_signal.hpp"
 
 namespace trident {
@@ -82,11 +84,6 @@ Schedule checked(Schedule schedule) {
   if (const std::string problem = find_schedule_problem(schedule); !problem.empty())
     throw std::logic_error("the " + word_of(schedule.kind) + " generator made an invalid schedule: " + problem);
   return schedule;
-}
-
-// Device buffers for the token ids of every micro-batch of a step.
-std::vector<IntBuffer> microbatch_buffers(const Deck& deck, const char* name) {
-  return token_buffers(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, name);
 }
 
 // What one step leaves for its record: the global loss, the gradient norm before clipping, the
@@ -134,25 +131,19 @@ struct Trainer::State {
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
-        inputs(microbatch_buffers(d, "inputs")),
-        targets(microbatch_buffers(d, "targets")),
-        host_inputs(Kokkos::create_mirror(inputs[0])),  // a separate copy even where host = device
-        host_targets(Kokkos::create_mirror(targets[0])),
+        tokens(d.schedule.microbatches, d.schedule.micro_batch_size, d.model.seq_len, "step_tokens"),
         clock(w),
         executor(std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options())),
-        work(std::make_unique<StageWork>(deck, schedule, grid, partition, inputs, targets,
+        work(std::make_unique<StageWork>(deck, schedule, grid, partition, tokens.inputs, tokens.targets,
                                          pipeline_options())),  // deck: the copy this State keeps
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
         predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {
     deck.parallel.p2p = grid.config.p2p;  // as this build runs it (auto resolved)
   }
 
-  // A timestamp waits for the device work queued before it (a no-op on the CPU build), so that a GPU
-  // action's event spans its kernels rather than their launch.
-  double now() const {
-    wait_for_device("timeline event");
-    return clock.now();
-  }
+  // A timestamp of the device's work queued so far, for an event that spans its kernels rather
+  // than their launch; settled into device times at the step's record (kernels/device_clock.hpp).
+  double mark() { return device_clock.mark(); }
   [[noreturn]] void abort_job(const std::string& what) const {
     std::cerr << "trident: world rank " << grid.world_rank << " (tp " << grid.tp_rank() << ", pp " << grid.pp_rank()
               << ", dp " << grid.dp_rank() << "): watchdog: " << what << ". Aborting the job." << std::endl;
@@ -170,11 +161,12 @@ struct Trainer::State {
     return {static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len * deck.model.d_model /
                 sequence_shards,
             deck.schedule.timeout_s,
-            [this] { return now(); },
+            [this] { return clock.now(); },
             [this](const std::string& what) { abort_job(what); },
             [this] { return tp_collective_events(); },
             [this](int pipeline_rank) { return describe_pipeline_peer(grid, pipeline_rank); },
-            grid.config.p2p};
+            grid.config.p2p,
+            [this] { return mark(); }};
   }
 
   // The TP group's collectives since the last call, one event per kind on the run's clock (none
@@ -208,6 +200,7 @@ struct Trainer::State {
   template <class Write>
   void write_timeline(Write&& write);
   StepTotals train_step(int step);
+  void settle_events();
   void evaluate_after(int step, StepTotals& totals);
   void load_microbatches(int step);
   void reduce_gradients();
@@ -230,9 +223,9 @@ struct Trainer::State {
   std::ostream& log;
   BatchWindows windows;
   std::vector<StageLayers> partition;      // layers of every virtual stage
-  std::vector<IntBuffer> inputs, targets;  // per micro-batch
-  HostIntBuffer host_inputs, host_targets;
+  StepTokens tokens;  // the step's token ids, per micro-batch
   RunClock clock;                              // one time axis for every rank's events
+  DeviceClock device_clock{[this] { return clock.now(); }};  // the device's work on that axis
   std::unique_ptr<PipelineExecutor> executor;  // rebuilt when re-planning switches the schedule
   std::unique_ptr<StageWork> work;             // rebuilt when re-planning moves layers
   double flops_per_step;
@@ -373,17 +366,22 @@ StepTotals Trainer::State::train_step(int step) {
   grid.dp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
   grid.pp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
   totals.lr = learning_rate(step, deck.train);
-  const double optimizer_start = now();
+  const double optimizer_start = mark();
   {
     const ProfileRegion optimizer(kOptimizerRegion);
     work->grad_norm.compute(figures.grad_norm_squared());
     work->optimizer->step(work->model.params(), step, totals.lr,
                           GradClip{figures.grad_norm_squared(), deck.train.grad_clip});
   }
-  const StepFigures::Read read = figures.read();
+  StepFigures::Read read;
+  {
+    // On the GPU the step's collectives are ordered on the device: one that never completes shows here.
+    const BlockedIn watched("the step's device work (its kernels and collectives)", world_group(world));
+    read = figures.read();
+  }
   totals.loss = read.loss_sum / static_cast<double>(deck.tokens_per_step());
   totals.grad_norm = std::sqrt(read.grad_norm_squared);
-  events.record({EventKind::optimizer, -1, -1, optimizer_start, now(), 0});
+  events.record({EventKind::optimizer, -1, -1, optimizer_start, mark(), 0});
   return totals;
 }
 
@@ -395,13 +393,7 @@ void Trainer::State::evaluate_after(int step, StepTotals& totals) {
   totals.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void Trainer::State::load_microbatches(int step) {
-  for (int mb = 0; mb < deck.schedule.microbatches; ++mb) {
-    windows.fill(step, grid.dp_rank(), mb, host_inputs.data(), host_targets.data());
-    Kokkos::deep_copy(inputs[mb], host_inputs);
-    Kokkos::deep_copy(targets[mb], host_targets);
-  }
-}
+void Trainer::State::load_microbatches(int step) { tokens.load(windows, step, grid.dp_rank()); }
 
 // The tied wte's two copies (first and last stage) each hold part of its gradient: they are
 // summed, then data parallelism reduces it with the rest and finishes its buckets. The sum goes in
@@ -410,18 +402,28 @@ void Trainer::State::load_microbatches(int step) {
 void Trainer::State::reduce_gradients() {
   GradientSync& sync = work->sync;
   if (const ParamTensor* wte = work->wte) {
-    const double t0 = now();
+    const double t0 = mark();
     const std::size_t piece = bucket_elements(deck.parallel.bucket_mb);
     for (std::size_t done = 0; done < wte->size; done += piece)
       grid.embedding_group->all_reduce_sum(wte->in(work->model.params().grads) + done, std::min(piece, wte->size - done));
     if (grid.embedding_group->size() > 1)
       events.record(
-          {EventKind::allreduce_embedding, -1, -1, t0, now(), static_cast<std::int64_t>(wte->size * sizeof(float))});
+          {EventKind::allreduce_embedding, -1, -1, t0, mark(), static_cast<std::int64_t>(wte->size * sizeof(float))});
     sync.on_grads_ready(wte->offset, wte->size);
   }
-  const double reduce_start = now();
+  const double reduce_start = mark();
   sync.finish();
-  if (grid.dp_group->size() > 1) events.record({EventKind::allreduce_dp, -1, -1, reduce_start, now(), 0});
+  if (grid.dp_group->size() > 1) events.record({EventKind::allreduce_dp, -1, -1, reduce_start, mark(), 0});
+}
+
+// The step's events on the device's times: each mark becomes the time the device reached it (the
+// same on the CPU build, whose kernels run as they are launched).
+void Trainer::State::settle_events() {
+  device_clock.settle();
+  for (TimelineEvent& event : events.events()) {
+    event.t_start = device_clock.settled(event.t_start);
+    event.t_end = device_clock.settled(event.t_end);
+  }
 }
 
 // Gathers every rank's events and figures to world rank 0, which appends them to the timeline and
@@ -434,13 +436,14 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
     const BlockedIn watched("barrier before the step's event gather", world_group(world));
     MPI_Barrier(world);
   }
-  const double gather_start = now();
+  settle_events();
+  const double gather_start = clock.now();
   std::vector<EventRow> rows;
   {
     const BlockedIn watched("gather of the step's events", world_group(world));
     rows = gather_events(world, events, grid.tp_rank(), grid.pp_rank(), grid.dp_rank(), step);
   }
-  const double gather_seconds = now() - gather_start;
+  const double gather_seconds = clock.now() - gather_start;
   const StepMaxima maxima = reduce_step_maxima(tp_comm_seconds);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - totals.start).count() - totals.eval_seconds;
@@ -464,9 +467,9 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.peak_activation_bytes = *std::max_element(maxima.stage_peaks.begin(), maxima.stage_peaks.end());
   record.peak_activation_bytes_per_stage = maxima.stage_peaks;
   record.peak_rss_bytes = maxima.peak_rss;
-  const double append_start = now();
+  const double append_start = clock.now();
   write_timeline([&] { timeline->append_events(rows); });
-  record.timeline_s = gather_seconds + (now() - append_start);
+  record.timeline_s = gather_seconds + (clock.now() - append_start);
   write_timeline([&] { timeline->append_step(record); });
   progress.step(record);
 }
@@ -572,7 +575,7 @@ bool Trainer::State::move_layers(int step, const Schedule& next, const std::vect
   deck.parallel.stage_layers = layer_counts(moved_to);
   partition = moved_to;
   work.reset();  // the old layers' memory is free before the new ones take theirs
-  work = std::make_unique<StageWork>(deck, next, grid, partition, inputs, targets, pipeline_options());
+  work = std::make_unique<StageWork>(deck, next, grid, partition, tokens.inputs, tokens.targets, pipeline_options());
   Deck reload = deck;
   reload.checkpoint.resume = CheckpointConfig::Resume::file;
   reload.checkpoint.resume_file = (std::filesystem::path(checkpoint_dir(deck)) / checkpoint_file_name(step)).string();

@@ -63,6 +63,8 @@ def test_nothing_per_tensor(family):
     shallow, deep = census(family, 2), census(family, 12)
     for key in ["optimizer_launches", "host_syncs_in_step", "kernel_launches_per_layer", "products_per_layer"]:
         assert deep[key] == shallow[key], key
+    # Nor with the micro-batches: their tokens go to the device in one copy.
+    assert census(family, 2, "schedule.microbatches=3")["host_syncs_in_step"] == shallow["host_syncs_in_step"]
     per_layer = deep["kernel_launches_per_layer"] + deep["products_per_layer"]
     assert deep["launches_per_step"] - shallow["launches_per_step"] == 10 * per_layer
 
@@ -73,6 +75,7 @@ def test_budget_items_that_hold(family):
     assert counts["optimizer_launches"] <= 4, counts["kernels"]
     assert counts["kernels"]["adamw"] == 1
     assert counts["allocations_in_step"] == 0, counts["allocations"]
+    assert counts["host_syncs_in_step"] <= 2, counts["host_syncs"]  # the tokens' upload, the figures' read
     # The gradient norm and the loss stay on the device until the step's one read.
     assert not {"sum_of_squares", "softmax_cross_entropy"} & set(counts["host_syncs"]), counts["host_syncs"]
     # A norm's backward is one launch, its weight gradients summed as the rows go (12 layers' two

@@ -13,6 +13,7 @@
 #   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4,
 #                and tp 2 x pp 2 on the one GPU (parallel.share_device) against one rank, 1e-4
 #   gpt2         GPT-2 124M, T 1024, B 8: trident against PyTorch tf32-explicit, bf16-sdpa, bf16-sdpa-compile
+#   *_fused      the equivalence and GPT-2's time again with cuBLASLt's fused epilogues (TRIDENT_FUSED_EPILOGUES=1)
 #   llama-1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory): against
 #                bf16-sdpa and bf16-sdpa-compile (the explicit softmax does not fit at T 4096)
 set -uo pipefail
@@ -80,13 +81,19 @@ bench() {
   "$python" "$repo/bench/single_rank.py" --device cuda --trident "$kit/bin/trident" --steps 6 --warmup 2 "$@"
 }
 step gpt2 bench --configs gpt2-1024 --torch tf32-explicit,bf16-sdpa,bf16-sdpa-compile --json "$out/gpt2.json"
+# cuBLASLt with the epilogues fused (TRIDENT_FUSED_EPILOGUES=1): equal to the CPU build, and how fast.
+step equivalence_fused env TRIDENT_FUSED_EPILOGUES=1 TRIDENT_EXE="$kit/bin/trident" \
+  TRIDENT_CPU_LOSSES="$kit/reference/cpu_losses.json" TRIDENT_MPIEXEC="$kit/bin/mpirun" \
+  "$python" -m pytest -q -p no:cacheprovider -rs -k "not grid" "$repo/tests/gpu/test_gpu_equivalence.py"
+step gpt2_fused env TRIDENT_FUSED_EPILOGUES=1 "$python" "$repo/bench/single_rank.py" --device cuda \
+  --trident "$kit/bin/trident" --steps 6 --warmup 2 --configs gpt2-1024 --torch none
 step llama_1b bench --configs llama-1b --batch "$llama_batch" --torch bf16-sdpa,bf16-sdpa-compile \
   --json "$out/llama_1b.json"
 
 {
   echo
   echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 llama_1b; do
+  for name in gpt2 gpt2_fused llama_1b; do
     echo
     echo "### $name"
     echo '```'

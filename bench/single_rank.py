@@ -220,7 +220,7 @@ def parse_args():
                         help=f"comma-separated, from: {', '.join(CONFIGS)} "
                              f"(default: {DEFAULT_CONFIGS['cpu']} on cpu, {DEFAULT_CONFIGS['cuda']} on cuda)")
     parser.add_argument("--torch", default=None,
-                        help="comma-separated PyTorch runs, each MATMUL-ATTENTION[-compile] (default: "
+                        help="comma-separated PyTorch runs, each MATMUL-ATTENTION[-compile], or none (default: "
                              f"{DEFAULT_TORCH['cpu']} on cpu, {DEFAULT_TORCH['cuda']} on cuda)")
     parser.add_argument("--precision", default="auto", choices=("auto", "fp32", "tf32", "bf16"),
                         help="trident's train.precision (default auto: fp32 on cpu, TF32 on cuda)")
@@ -244,7 +244,8 @@ def parse_args():
     args = parser.parse_args()
     args.configs = (args.configs or DEFAULT_CONFIGS[args.device]).split(",")
     try:
-        args.torch = [torch_variant(v) for v in (args.torch or DEFAULT_TORCH[args.device]).split(",")]
+        requested = args.torch or DEFAULT_TORCH[args.device]
+        args.torch = [] if requested == "none" else [torch_variant(v) for v in requested.split(",")]
     except ValueError as error:
         parser.error(str(error))
     args.trident = args.trident or REPO / "build" / args.device / "src" / "trident"
@@ -274,8 +275,8 @@ def bench_config(args, name, env):
     gflops = flops / trident["seconds"] / 1e9
     tokens_per_s = cfg["batch"] * cfg["seq_len"] / trident["seconds"]
     # The MFU reference: trident's own sgemm peak on the CPU, the bf16 peak PyTorch measured on the GPU.
-    peak_gflops = (trident["gemm_peak_gflops"] if args.device == "cpu"
-                   else 1e3 * max(r["bf16_peak_tflops"] for r in references))
+    peak_gflops = (1e3 * max(r["bf16_peak_tflops"] for r in references) if args.device == "cuda" and references
+                   else trident["gemm_peak_gflops"])
     row = [name, f"{1e3 * trident['seconds']:.1f}", f"{tokens_per_s:.0f}", f"{gflops:.1f}",
            f"{100 * gflops / peak_gflops:.1f}%"]
     for reference in references:

@@ -7,8 +7,9 @@
 //   mpirun -n N build/cpu/bench/step_census DECK ...   (grids: world rank 0's counts)
 // Per layer: the kernels and products of the layers' forward, backward and weight-gradient regions,
 // divided by the layer backwards run (layers on the rank × micro-batches). Kernels launched inside a
-// product (the CPU build's bias fill is outside, its operand rounding inside) count as kernels,
-// listed under the product's label prefix "gemm/". A host wait is a fence (wait_for_device), a
+// product (an epilogue's, where the library does not fuse it: kernels/gemm_epilogue.hpp; operand
+// rounding) are launches, listed under the label prefix "gemm/", and counted per layer apart from
+// the others (epilogue_launches_per_layer). A host wait is a fence (wait_for_device), a
 // reduction read on the host, an event waited on, or a deep copy (Kokkos' deep_copy without an
 // execution space fences before and after, on the CPU build too, where it costs nothing).
 #include <mpi.h>
@@ -42,7 +43,7 @@ struct StepCounts {
   std::map<std::string, long> host_waits;    // reason → waits
   std::map<std::string, long> allocations;   // label → allocations
   long products = 0;
-  long layer_kernels = 0, layer_products = 0, layer_backwards = 0;
+  long layer_kernels = 0, layer_epilogue_kernels = 0, layer_products = 0, layer_backwards = 0;
   long optimizer_kernels = 0;
 };
 
@@ -93,7 +94,7 @@ void on_kernel(const char* label, const std::uint32_t, std::uint64_t* id) {
   if (!census.in_step) return;
   const bool in_product = census.inside(kProductRegion);
   census.current.kernels[(in_product ? "gemm/" : "") + std::string(label)]++;
-  if (census.in_layer()) census.current.layer_kernels++;
+  if (census.in_layer()) (in_product ? census.current.layer_epilogue_kernels : census.current.layer_kernels)++;
   if (census.inside(kOptimizerRegion)) census.current.optimizer_kernels++;
 }
 
@@ -156,6 +157,7 @@ void print_json(const Deck& deck, const StepCounts& step) {
       << ", \"layer_backwards\": " << step.layer_backwards << ", \"launches_per_step\": " << kernels + step.products
       << ", \"kernel_launches_per_step\": " << kernels << ", \"products_per_step\": " << step.products
       << ", \"kernel_launches_per_layer\": " << per(step.layer_kernels, step.layer_backwards)
+      << ", \"epilogue_launches_per_layer\": " << per(step.layer_epilogue_kernels, step.layer_backwards)
       << ", \"products_per_layer\": " << per(step.layer_products, step.layer_backwards)
       << ", \"optimizer_launches\": " << step.optimizer_kernels
       << ", \"host_syncs_in_step\": " << total(step.host_waits)

@@ -33,10 +33,22 @@ class GemmContext {
   std::unique_ptr<Library> library_;
 };
 
+// What a product does to its result besides C = α·op(A)·op(B) + β·C, in the same call: the bias,
+// the GELU and its gradient, and bias gradients. A library may fuse them into the product
+// (cuBLASLt's epilogues); otherwise kernels run before and after it, inside the product's profile
+// region (kernels/gemm_epilogue.hpp). Row-major as gemm(): a column of C is an output feature.
+struct Epilogue {
+  const float* bias = nullptr;        // C[r, :] += bias, before any activation (β must be 0)
+  float* pre_gelu = nullptr;          // z = α·op(A)·op(B) + bias is kept here, and C = gelu(z) (rows ldc apart)
+  const float* gelu_input = nullptr;  // C = α·op(A)·op(B) ⊙ gelu'(gelu_input): GELU's backward (rows ldc apart; β 0)
+  float* column_sums = nullptr;       // += Σ over the rows of C as the above leave it (its bias's gradient)
+  float* b_column_sums = nullptr;     // += Σ over the k rows of B (not transposed): a weight gradient's bias gradient
+};
+
 // C[m, n] = alpha · op(A) · op(B) + beta · C, all row-major; op(A) is m × k, op(B) is k × n,
 // op(X) = Xᵀ when trans_x. Leading dimensions are row strides in elements.
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc);
+          const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue = {});
 
 // `batches` independent products of the shape above; product i reads a + i·stride_a and
 // b + i·stride_b and writes c + i·stride_c (strides in elements). Attention's heads are such a batch.

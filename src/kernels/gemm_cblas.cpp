@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_epilogue.hpp"
 #include "kernels/matmul_precision.hpp"
 #include "kernels/profile.hpp"
 
@@ -10,6 +11,7 @@ namespace trident {
 
 struct GemmContext::Library {
   OperandScratch scratch;
+  EpilogueScratch epilogue;
 };
 
 GemmContext::GemmContext(MatmulPrecision precision)
@@ -43,10 +45,12 @@ struct Operands {
 }  // namespace
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
+          const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
   const ProfileRegion product(kProductRegion);
+  beta = prepare_epilogue(epilogue, beta, trans_b, c, m, n, ldc);
   const Operands in(context, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
   sgemm(trans_a, trans_b, m, n, k, alpha, in.a, lda, in.b, ldb, beta, c, ldc);
+  finish_epilogue(epilogue, c, m, n, ldc, b, ldb, k, context.library().epilogue);
 }
 
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -2,21 +2,34 @@
 // in order without fences; each GemmContext has its own handle. The precision (kernels/matmul_precision.hpp): fp32 and
 // TF32 are cuBLAS compute types on the fp32 operands; bf16 multiplies bf16 copies of them, made on the same stream.
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "gpu/cublas_gemm.hpp"
+#include "gpu/cublaslt_gemm.hpp"
 #include "gpu/cuda_check.hpp"
 #include "kernels/device.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_epilogue.hpp"
 #include "kernels/matmul_precision.hpp"
 #include "kernels/profile.hpp"
 
 namespace trident {
 
-// The cuBLAS handle (on the stream Kokkos' kernels run on) and the bf16 operand copies.
+// The cuBLAS handle (on the stream Kokkos' kernels run on) and the bf16 operand copies; and, where
+// TRIDENT_FUSED_EPILOGUES=1 asks for it, cuBLASLt with the epilogues fused into the products (not
+// yet run on a GPU: a GPU check must show it equal to the default before it becomes the default).
 struct GemmContext::Library {
   CublasGemm cublas{ExecSpace().cuda_stream()};
   OperandScratch scratch;
+  EpilogueScratch epilogue;
+  std::unique_ptr<CublasLtGemm> fused = fused_epilogues_asked() ? std::make_unique<CublasLtGemm>(ExecSpace().cuda_stream())
+                                                                : nullptr;
+  static bool fused_epilogues_asked() {
+    const char* value = std::getenv("TRIDENT_FUSED_EPILOGUES");
+    return value && std::string(value) == "1";
+  }
 };
 
 GemmContext::GemmContext(MatmulPrecision precision)
@@ -39,19 +52,44 @@ const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, const float* x
   return reinterpret_cast<const __nv_bfloat16*>(out);
 }
 
+bool has_epilogue(const Epilogue& e) {
+  return e.bias || e.pre_gelu || e.gelu_input || e.column_sums || e.b_column_sums;
+}
+
+// The product with its epilogue on cuBLASLt, where asked for and where cuBLASLt can fuse it (a
+// bias gradient of B only from fp32 inputs: the CPU build sums B unrounded). Returns whether it ran.
+bool fused_gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                int lda, const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& e) {
+  CublasLtGemm* fused = context.library().fused.get();
+  if (!fused || !has_epilogue(e)) return false;
+  const FusedEpilogue fusion{e.bias, e.pre_gelu, e.gelu_input, e.column_sums, e.b_column_sums};
+  if (context.precision() != MatmulPrecision::bf16)
+    return fused->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_32F,
+                       context.precision() == MatmulPrecision::fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32,
+                       beta, c, ldc, fusion);
+  if (e.b_column_sums) return false;
+  const __nv_bfloat16* a16 = bf16_operand(context, 0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
+  const __nv_bfloat16* b16 = bf16_operand(context, 1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
+  return fused->gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, CUDA_R_16BF, CUBLAS_COMPUTE_32F, beta, c,
+                     ldc, fusion);
+}
+
 }  // namespace
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
+          const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
   const ProfileRegion product(kProductRegion);
+  if (fused_gemm(context, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, epilogue)) return;
   CublasGemm& cublas = context.library().cublas;
+  beta = prepare_epilogue(epilogue, beta, trans_b, c, m, n, ldc);
   if (context.precision() != MatmulPrecision::bf16) {
     cublas.gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, fp32_math(context));
-    return;
+  } else {
+    const __nv_bfloat16* a16 = bf16_operand(context, 0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
+    const __nv_bfloat16* b16 = bf16_operand(context, 1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
+    cublas.gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
   }
-  const __nv_bfloat16* a16 = bf16_operand(context, 0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
-  const __nv_bfloat16* b16 = bf16_operand(context, 1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
-  cublas.gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+  finish_epilogue(epilogue, c, m, n, ldc, b, ldb, k, context.library().epilogue);
 }
 
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -2,7 +2,6 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/copy.hpp"
-#include "kernels/gelu.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/residual.hpp"
@@ -52,8 +51,8 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, NormInput::residual(x.residual2, x.residual2, input), w.ln_2_weight,
                     w.ln_2_bias, R, C);
-  linear_forward(ctx.gemm, x.fch, ctx.gather_rows(x.ln2, ctx.scratch.gathered), w.c_fc_weight, w.c_fc_bias, BT, C, mlp);
-  gelu_forward(x.fch_gelu, x.fch, static_cast<long>(BT) * mlp);
+  linear_gelu_forward(ctx.gemm, x.fch_gelu, x.fch, ctx.gather_rows(x.ln2, ctx.scratch.gathered), w.c_fc_weight,
+                      w.c_fc_bias, BT, C, mlp);
   row_parallel(x.residual3, x.fch_gelu, w.mlp_proj_weight, w.mlp_proj_bias, mlp);
   residual_forward(x.residual3, x.residual3, x.residual2, ctx.local_floats());
 }
@@ -84,9 +83,10 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   // backward (but the gather of sequence parallelism); the residual connection passes it on and
   // each branch adds to it through its norm.
   gather_output_grad(kept.mlp_out);
-  linear_backward_input(ctx.gemm, kept.fch, kept.mlp_out, w.mlp_proj_weight, BT, mlp, C);
+  // c_fc's bias gradient comes with its output gradient, taken back through the GELU.
+  linear_backward_input_through_gelu(ctx.gemm, kept.fch, dw.c_fc_bias, kept.mlp_out, w.mlp_proj_weight, x.fch, BT, mlp,
+                                     C);
   weight_grad_now(Linear::mlp_proj);
-  gelu_backward(kept.fch, x.fch, kept.fch, static_cast<long>(BT) * mlp);
   linear_backward_input(ctx.gemm, dln, kept.fch, w.c_fc_weight, BT, C, mlp);
   reduce_over_tp_during(Linear::c_fc);
   layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, dln_sum, x.residual2, x.ln2_mean, x.ln2_rstd,
@@ -121,9 +121,9 @@ void Gpt2Block::linear_weight_grad(Linear layer, const LayerContext& ctx, const 
     case Linear::mlp_proj:
       return linear_backward_weight(ctx.gemm, dw.mlp_proj_weight, dw.mlp_proj_bias, x.fch_gelu, kept.mlp_out, BT, mlp,
                                     C);
-    case Linear::c_fc:
-      return linear_backward_weight(ctx.gemm, dw.c_fc_weight, dw.c_fc_bias,
-                                    ctx.gather_rows(x.ln2, ctx.scratch.gathered), kept.fch, BT, C, mlp);
+    case Linear::c_fc:  // its bias gradient came with its output gradient (backward)
+      return linear_backward_weight(ctx.gemm, dw.c_fc_weight, nullptr, ctx.gather_rows(x.ln2, ctx.scratch.gathered),
+                                    kept.fch, BT, C, mlp);
     case Linear::attn_proj:
       return linear_backward_weight(ctx.gemm, dw.attn_proj_weight, dw.attn_proj_bias, x.atty, kept.attn_out, BT, attn,
                                     C);

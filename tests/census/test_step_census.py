@@ -61,11 +61,12 @@ def test_products_are_the_layers_products(family):
 def test_nothing_per_tensor(family):
     """What the optimizer launches and what the step waits for do not grow with the layers."""
     shallow, deep = census(family, 2), census(family, 12)
-    for key in ["optimizer_launches", "host_syncs_in_step", "kernel_launches_per_layer", "products_per_layer"]:
+    for key in ["optimizer_launches", "host_syncs_in_step", "kernel_launches_per_layer", "epilogue_launches_per_layer",
+                "products_per_layer"]:
         assert deep[key] == shallow[key], key
     # Nor with the micro-batches: their tokens go to the device in one copy.
     assert census(family, 2, "schedule.microbatches=3")["host_syncs_in_step"] == shallow["host_syncs_in_step"]
-    per_layer = deep["kernel_launches_per_layer"] + deep["products_per_layer"]
+    per_layer = deep["kernel_launches_per_layer"] + deep["epilogue_launches_per_layer"] + deep["products_per_layer"]
     assert deep["launches_per_step"] - shallow["launches_per_step"] == 10 * per_layer
 
 
@@ -83,6 +84,9 @@ def test_budget_items_that_hold(family):
     norm = "layernorm_backward" if family == "gpt2" else "rmsnorm_backward"
     assert counts["kernels"][norm] == 2 * 12 + 1
     assert not [label for label in counts["kernels"] if label.startswith(norm + "_")], counts["kernels"]
+    # Biases, the GELU and their gradients are the products' epilogues, not kernels of their own.
+    loose = [label for label in counts["kernels"] if not label.startswith("gemm/") and ("bias" in label or "gelu" in label)]
+    assert not loose, counts["kernels"]
 
 
 def test_zero1_optimizer_is_one_update_and_one_norm():

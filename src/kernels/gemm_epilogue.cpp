@@ -1,0 +1,72 @@
+#include "kernels/gemm_epilogue.hpp"
+
+#include <stdexcept>
+
+#include "kernels/gelu.hpp"
+#include "kernels/row_teams.hpp"
+
+namespace trident {
+
+ColumnSumScratch EpilogueScratch::for_columns(int columns) {
+  if (columns > columns_) {
+    buffers_ = std::make_unique<ColumnSumBuffers>(1, columns);
+    columns_ = columns;
+  }
+  return buffers_->scratch();
+}
+
+float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, float* c, int m, int n, int ldc) {
+  if ((epilogue.bias || epilogue.gelu_input) && beta != 0.0f)
+    throw std::logic_error("gemm: a bias or GELU gradient epilogue needs beta = 0");
+  if (epilogue.b_column_sums && trans_b) throw std::logic_error("gemm: B's column sums need B not transposed");
+  if (!epilogue.bias) return beta;
+  const float* bias = epilogue.bias;
+  for_each_row("gemm_bias", m, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+    float* row = c + static_cast<long>(r) * ldc;
+    row_for(team, 0, n, [&](int j) { row[j] = bias[j]; });
+  });
+  return 1.0f;
+}
+
+namespace {
+
+void apply_gelu(float* c, float* pre_gelu, int m, int n, int ldc) {
+  for_each_row("gemm_gelu", m, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+    float* row = c + static_cast<long>(r) * ldc;
+    float* kept = pre_gelu + static_cast<long>(r) * ldc;
+    row_for(team, 0, n, [&](int j) {
+      kept[j] = row[j];
+      row[j] = gelu_math::gelu(row[j]);
+    });
+  });
+}
+
+// C ⊙= gelu'(gelu_input) where given, and C's column sums added to `sums` where given: one pass.
+void gelu_grad_and_column_sums(float* c, const float* gelu_input, float* sums, int m, int n, int ldc,
+                               const ColumnSumScratch& scratch) {
+  rows_with_column_sums<1>(
+      gelu_input ? "gemm_gelu_grad" : "gemm_column_sums", m, n, Destinations<1>{sums}, scratch,
+      KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<1>& add) {
+        float* row = c + static_cast<long>(r) * ldc;
+        const float* input = gelu_input ? gelu_input + static_cast<long>(r) * ldc : nullptr;
+        row_for(team, 0, n, [&](int j) {
+          if (input) row[j] *= gelu_math::gelu_grad(input[j]);
+          add(j, Terms<1>{row[j]});
+        });
+      });
+}
+
+}  // namespace
+
+void finish_epilogue(const Epilogue& epilogue, float* c, int m, int n, int ldc, const float* b, int ldb, int k,
+                     EpilogueScratch& scratch) {
+  if (epilogue.pre_gelu) apply_gelu(c, epilogue.pre_gelu, m, n, ldc);
+  if (epilogue.gelu_input || epilogue.column_sums)
+    gelu_grad_and_column_sums(c, epilogue.gelu_input, epilogue.column_sums, m, n, ldc, scratch.for_columns(n));
+  if (float* sums = epilogue.b_column_sums)
+    add_rows_into<1>(
+        "gemm_b_column_sums", k, n, KOKKOS_LAMBDA(int) { return Destinations<1>{sums}; },
+        KOKKOS_LAMBDA(int r, int j) { return Terms<1>{b[static_cast<long>(r) * ldb + j]}; });
+}
+
+}  // namespace trident

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "device_vector.hpp"
@@ -78,67 +79,48 @@ TEST(CublasGemm, Bf16InputsWithFp32AccumulationMatchTheCpuBlasOnTheRoundedInputs
 // cuBLASLt with each epilogue fused, in strict fp32, against the CPU build's gemm() with the same
 // epilogue (kernels/gemm_epilogue.cpp): the bias, GELU keeping its input, GELU's gradient with its
 // bias gradient, and a weight gradient's bias gradient (added to what the sums held).
-struct EpilogueCase {
-  static constexpr int m = 64, n = 96, k = 40;  // n: the auxiliary matrix's leading dimension, a multiple of 8
-  std::vector<float> a = random_values(m * k, 11), b = random_values(k * n, 12), bias = random_values(n, 13);
-  std::vector<float> z = random_values(m * n, 14), sums = random_values(n, 15), c = random_values(m * n, 16);
+constexpr int kM = 64, kN = 96, kK = 40;  // kN: the auxiliary matrix's leading dimension, a multiple of 8
+
+// The parts of the epilogue a case uses.
+struct Parts {
+  bool bias = false, pre_gelu = false, gelu_input = false, column_sums = false, b_column_sums = false;
 };
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   EXPECT_LT(max_relative_error(got, want), 1e-5) << what;
+}
+
+void check_fused(bool trans_a, bool trans_b, float beta, Parts parts, const std::string& what) {
+  const int lda = trans_a ? kM : kK, ldb = trans_b ? kK : kN;
+  const std::vector<float> a = random_values(kM * kK, 11), b = random_values(kK * kN, 12), bias = random_values(kN, 13);
+  const std::vector<float> z = random_values(kM * kN, 14), sums = random_values(kN, 15), c = random_values(kM * kN, 16);
+  DeviceVector<float> a_device(a), b_device(b), bias_device(bias), z_device(z), c_device(c), pre_device(c),
+      sums_device(sums);
+  std::vector<float> c_cpu(c), pre_cpu(c), sums_cpu(sums);
+  FusedEpilogue fused;
+  Epilogue cpu_epilogue;
+  if (parts.bias) fused.bias = bias_device.data, cpu_epilogue.bias = bias.data();
+  if (parts.pre_gelu) fused.pre_gelu = pre_device.data, cpu_epilogue.pre_gelu = pre_cpu.data();
+  if (parts.gelu_input) fused.gelu_input = z_device.data, cpu_epilogue.gelu_input = z.data();
+  if (parts.column_sums) fused.column_sums = sums_device.data, cpu_epilogue.column_sums = sums_cpu.data();
+  if (parts.b_column_sums) fused.b_column_sums = sums_device.data, cpu_epilogue.b_column_sums = sums_cpu.data();
+  CublasLtGemm lt;
+  ASSERT_TRUE(lt.gemm(trans_a, trans_b, kM, kN, kK, 1.0f, a_device.data, lda, b_device.data, ldb, CUDA_R_32F,
+                      CUBLAS_COMPUTE_32F, beta, c_device.data, kN, fused))
+      << what;
+  GemmContext cpu(MatmulPrecision::fp32);
+  gemm(cpu, trans_a, trans_b, kM, kN, kK, 1.0f, a.data(), lda, b.data(), ldb, beta, c_cpu.data(), kN, cpu_epilogue);
+  expect_close(c_device.to_host(), c_cpu, what);
+  if (parts.pre_gelu) expect_close(pre_device.to_host(), pre_cpu, what + ": the pre-activation");
+  if (parts.column_sums || parts.b_column_sums) expect_close(sums_device.to_host(), sums_cpu, what + ": the sums");
 }
 
 TEST(CublasLtGemm, FusedEpiloguesMatchTheCpuBuild) {
   TRIDENT_SKIP_WITHOUT_GPU();
-  CublasLtGemm lt;
-  GemmContext cpu(MatmulPrecision::fp32);
-  const EpilogueCase x;
-  constexpr int m = EpilogueCase::m, n = EpilogueCase::n, k = EpilogueCase::k;
-  DeviceVector<float> a(x.a), b(x.b), bias(x.bias), z(x.z);
-  {  // y = a · b + bias, and GELU's pre-activation kept
-    DeviceVector<float> c(x.c), pre(x.c);
-    std::vector<float> c_cpu(x.c), pre_cpu(x.c);
-    ASSERT_TRUE(lt.gemm(false, false, m, n, k, 1.0f, a.data, k, b.data, n, CUDA_R_32F, CUBLAS_COMPUTE_32F, 0.0f, c.data,
-                        n, FusedEpilogue{bias.data, pre.data}));
-    Epilogue e;
-    e.bias = x.bias.data();
-    e.pre_gelu = pre_cpu.data();
-    gemm(cpu, false, false, m, n, k, 1.0f, x.a.data(), k, x.b.data(), n, 0.0f, c_cpu.data(), n, e);
-    expect_close(c.to_host(), c_cpu, "gelu(a·b + bias)");
-    expect_close(pre.to_host(), pre_cpu, "a·b + bias");
-  }
-  {  // dz = (a · bᵀ-shaped product) ⊙ gelu'(z), its column sums added
-    DeviceVector<float> c(x.c), sums(x.sums);
-    std::vector<float> c_cpu(x.c), sums_cpu(x.sums);
-    const std::vector<float> bt = random_values(n * k, 17);
-    DeviceVector<float> b_t(bt);
-    FusedEpilogue fused;
-    fused.gelu_input = z.data;
-    fused.column_sums = sums.data;
-    ASSERT_TRUE(lt.gemm(false, true, m, n, k, 1.0f, a.data, k, b_t.data, k, CUDA_R_32F, CUBLAS_COMPUTE_32F, 0.0f, c.data,
-                        n, fused));
-    Epilogue e;
-    e.gelu_input = x.z.data();
-    e.column_sums = sums_cpu.data();
-    gemm(cpu, false, true, m, n, k, 1.0f, x.a.data(), k, bt.data(), k, 0.0f, c_cpu.data(), n, e);
-    expect_close(c.to_host(), c_cpu, "(a·bᵀ) ⊙ gelu'(z)");
-    expect_close(sums.to_host(), sums_cpu, "its column sums");
-  }
-  {  // a weight gradient: w[k', n] += aᵀ · b with b's column sums added (a as [k, k'], k' = m here)
-    DeviceVector<float> c(x.c), sums(x.sums);
-    std::vector<float> c_cpu(x.c), sums_cpu(x.sums);
-    const std::vector<float> at = random_values(k * m, 18);
-    DeviceVector<float> a_t(at);
-    FusedEpilogue fused;
-    fused.b_column_sums = sums.data;
-    ASSERT_TRUE(lt.gemm(true, false, m, n, k, 1.0f, a_t.data, m, b.data, n, CUDA_R_32F, CUBLAS_COMPUTE_32F, 1.0f, c.data,
-                        n, fused));
-    Epilogue e;
-    e.b_column_sums = sums_cpu.data();
-    gemm(cpu, true, false, m, n, k, 1.0f, at.data(), m, x.b.data(), n, 1.0f, c_cpu.data(), n, e);
-    expect_close(c.to_host(), c_cpu, "c + aᵀ·b");
-    expect_close(sums.to_host(), sums_cpu, "b's column sums");
-  }
+  check_fused(false, false, 0.0f, {.bias = true}, "a·b + bias");
+  check_fused(false, false, 0.0f, {.bias = true, .pre_gelu = true}, "gelu(a·b + bias)");
+  check_fused(false, true, 0.0f, {.gelu_input = true, .column_sums = true}, "(a·bᵀ) ⊙ gelu'(z) and its column sums");
+  check_fused(true, false, 1.0f, {.b_column_sums = true}, "c + aᵀ·b and b's column sums");
 }
 
 // Where cuBLASLt cannot fuse (an auxiliary matrix whose leading dimension is not a multiple of 8),

@@ -200,6 +200,9 @@ struct Trainer::State {
   template <class Write>
   void write_timeline(Write&& write);
   StepTotals train_step(int step);
+  void sum_loss_over_grid();
+  void update_weights(int step, double lr);
+  void read_figures(StepTotals& totals);
   void settle_events();
   void evaluate_after(int step, StepTotals& totals);
   void load_microbatches(int step);
@@ -360,29 +363,37 @@ StepTotals Trainer::State::train_step(int step) {
   PipelineStepResult pipeline = executor->run_step(*work->compute);
   events.events() = std::move(pipeline.events);
   reduce_gradients();
-  // The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas
-  // hold their share.
+  sum_loss_over_grid();
+  totals.lr = learning_rate(step, deck.train);
+  update_weights(step, totals.lr);
+  read_figures(totals);
+  return totals;
+}
+
+// The last stage's tp ranks each hold the whole loss (vocab-parallel cross-entropy); replicas hold
+// their share. Summed on the device.
+void Trainer::State::sum_loss_over_grid() {
   work->compute->take_loss_sum(figures.loss_sum());
   grid.dp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
   grid.pp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
-  totals.lr = learning_rate(step, deck.train);
-  const double optimizer_start = mark();
-  {
-    const ProfileRegion optimizer(kOptimizerRegion);
-    work->grad_norm.compute(figures.grad_norm_squared());
-    work->optimizer->step(work->model.params(), step, totals.lr,
-                          GradClip{figures.grad_norm_squared(), deck.train.grad_clip});
-  }
-  StepFigures::Read read;
-  {
-    // On the GPU the step's collectives are ordered on the device: one that never completes shows here.
-    const BlockedIn watched("the step's device work (its kernels and collectives)", world_group(world));
-    read = figures.read();
-  }
+}
+
+// The gradient norm and AdamW, the norm's clip applied on the device.
+void Trainer::State::update_weights(int step, double lr) {
+  const ProfileRegion optimizer(kOptimizerRegion);
+  const double start = mark();
+  work->grad_norm.compute(figures.grad_norm_squared());
+  work->optimizer->step(work->model.params(), step, lr, GradClip{figures.grad_norm_squared(), deck.train.grad_clip});
+  events.record({EventKind::optimizer, -1, -1, start, mark(), 0});
+}
+
+// The step's one read of what it left on the device. On the GPU its collectives are ordered on the
+// device, so one that never completes shows here, where the watchdog sees it.
+void Trainer::State::read_figures(StepTotals& totals) {
+  const BlockedIn watched("the step's device work (its kernels and collectives)", world_group(world));
+  const StepFigures::Read read = figures.read();
   totals.loss = read.loss_sum / static_cast<double>(deck.tokens_per_step());
   totals.grad_norm = std::sqrt(read.grad_norm_squared);
-  events.record({EventKind::optimizer, -1, -1, optimizer_start, mark(), 0});
-  return totals;
 }
 
 // The validation loss, when [eval] asks for it after this step.

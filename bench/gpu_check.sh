@@ -8,12 +8,17 @@
 # Steps:
 #   node         nvidia-smi; every library of the kit's executables resolves
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
-#   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS; NCCL collectives on one rank
+#   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS, our flash-attention kernels against the
+#                CPU build's tiled attention (bf16); NCCL collectives on one rank
 #   census       bench/step_census on the GPU build: one step's launches, products and host waits
+#                (census_flash: in bf16 with our fused attention, whose three launches per layer it counts)
 #   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4,
 #                and tp 2 x pp 2 on the one GPU (parallel.share_device) against one rank, 1e-4
 #   gpt2         GPT-2 124M, T 1024, B 8: trident against PyTorch tf32-explicit, bf16-sdpa, bf16-sdpa-compile
 #   *_fused      the equivalence and GPT-2's time again with cuBLASLt's fused epilogues (TRIDENT_FUSED_EPILOGUES=1)
+#   *_flash      the bf16 equivalence and GPT-2's bf16 time with our fused attention kernels
+#                (TRIDENT_FLASH_ATTENTION=1; GPT-2's with the fused epilogues too); the unit step has
+#                already compared each of those kernels with the CPU build's tiled attention
 #   llama-1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory): against
 #                bf16-sdpa and bf16-sdpa-compile (the explicit softmax does not fit at T 4096)
 set -uo pipefail
@@ -71,6 +76,9 @@ step libraries_nccl "$kit/bin/mpirun" -n 1 "$kit/libexec/trident_gpu_mpi_tests" 
 unset NVIDIA_TF32_OVERRIDE
 step census "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
   --set parallel.dp=1 --set schedule.microbatches=1 --set model.layers=12
+step census_flash env TRIDENT_FLASH_ATTENTION=1 "$kit/bin/step_census" "$repo/input_decks/tiny.toml" \
+  --set parallel.tp=1 --set parallel.pp=1 --set parallel.dp=1 --set schedule.microbatches=1 --set model.layers=12 \
+  --set train.precision=bf16
 step equivalence env TRIDENT_EXE="$kit/bin/trident" TRIDENT_CPU_LOSSES="$kit/reference/cpu_losses.json" \
   TRIDENT_MPIEXEC="$kit/bin/mpirun" \
   "$python" -m pytest -q -p no:cacheprovider -rs "$repo/tests/gpu/test_gpu_equivalence.py"
@@ -87,13 +95,19 @@ step equivalence_fused env TRIDENT_FUSED_EPILOGUES=1 TRIDENT_EXE="$kit/bin/tride
   "$python" -m pytest -q -p no:cacheprovider -rs -k "not grid" "$repo/tests/gpu/test_gpu_equivalence.py"
 step gpt2_fused env TRIDENT_FUSED_EPILOGUES=1 "$python" "$repo/bench/single_rank.py" --device cuda \
   --trident "$kit/bin/trident" --steps 6 --warmup 2 --configs gpt2-1024 --torch none
+# Our flash-attention kernels (TRIDENT_FLASH_ATTENTION=1, bf16 only): equal to the CPU build, and how fast.
+step equivalence_flash env TRIDENT_FLASH_ATTENTION=1 TRIDENT_EXE="$kit/bin/trident" \
+  TRIDENT_CPU_LOSSES="$kit/reference/cpu_losses.json" TRIDENT_MPIEXEC="$kit/bin/mpirun" \
+  "$python" -m pytest -q -p no:cacheprovider -rs -k "bf16" "$repo/tests/gpu/test_gpu_equivalence.py"
+step gpt2_flash env TRIDENT_FLASH_ATTENTION=1 TRIDENT_FUSED_EPILOGUES=1 "$python" "$repo/bench/single_rank.py" \
+  --device cuda --trident "$kit/bin/trident" --steps 6 --warmup 2 --configs gpt2-1024 --precision bf16 --torch none
 step llama_1b bench --configs llama-1b --batch "$llama_batch" --torch bf16-sdpa,bf16-sdpa-compile \
   --json "$out/llama_1b.json"
 
 {
   echo
   echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 gpt2_fused llama_1b; do
+  for name in gpt2 gpt2_fused gpt2_flash llama_1b; do
     echo
     echo "### $name"
     echo '```'

@@ -1,7 +1,18 @@
-# The CUDA toolkit (runtime, cuBLAS) and NCCL, for the GPU library layer (src/gpu). Only headers
-# and libraries are needed: nothing here requires a GPU or nvcc. NCCL is looked for next to the
+# The CUDA toolkit (runtime, cuBLAS) and NCCL, for the GPU library layer (src/gpu), and nvcc for
+# its own kernels (src/gpu/*.cu, machine code for Hopper, sm_90, unless CMAKE_CUDA_ARCHITECTURES
+# says otherwise). Nothing here requires a GPU. NCCL is looked for next to the
 # toolkit (as in /usr/local/cuda) and under NCCL_ROOT (as Spack and NVIDIA's packages install it).
 find_package(CUDAToolkit REQUIRED)
+if(NOT CMAKE_CUDA_COMPILER)
+  set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+endif()
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES 90)
+endif()
+# C++17 for the .cu files: CMake before 3.26 knows no C++20 flag for nvcc.
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+enable_language(CUDA)
 
 find_path(TRIDENT_NCCL_INCLUDE_DIR nccl.h
   HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)

@@ -4,6 +4,7 @@
 
 #include "kernels/attention_heads.hpp"
 #include "kernels/causal_softmax.hpp"
+#include "kernels/fused_attention.hpp"
 
 namespace trident {
 
@@ -60,7 +61,10 @@ void attention_probabilities(GemmContext& context, float* probs, const float* q,
 
 void attention_forward(GemmContext& context, float* out, float* saved, float* scratch, const float* q, const float* k,
                        const float* v, const AttentionShape& s) {
-  if (s.kernel == AttentionKernel::tiled) return tiled_forward(context, out, saved, scratch, q, k, v, s);
+  if (s.kernel == AttentionKernel::tiled) {
+    if (!fused_forward(context, out, saved, q, k, v, s)) tiled_forward(context, out, saved, scratch, q, k, v, s);
+    return;
+  }
   attention_probabilities(context, saved, q, k, s);
   explicit_forward(context, out, saved, v, s);
 }
@@ -68,8 +72,11 @@ void attention_forward(GemmContext& context, float* out, float* saved, float* sc
 void attention_backward(GemmContext& context, float* dq, float* dk, float* dv, float* scratch, const float* dout,
                         const float* q, const float* k, const float* v, const float* out, const float* saved,
                         const AttentionShape& s) {
-  if (s.kernel == AttentionKernel::tiled)
-    return tiled_backward(context, dq, dk, dv, scratch, dout, q, k, v, out, saved, s);
+  if (s.kernel == AttentionKernel::tiled) {
+    if (!fused_backward(context, dq, dk, dv, scratch, dout, q, k, v, out, saved, s))
+      tiled_backward(context, dq, dk, dv, scratch, dout, q, k, v, out, saved, s);
+    return;
+  }
   explicit_backward(context, dq, dk, dv, scratch, dout, q, k, v, saved, s);
 }
 

@@ -73,10 +73,12 @@ constexpr std::size_t attention_saved_floats(const AttentionShape& s) {
   return s.kernel == AttentionKernel::tiled ? rows : rows * s.T;
 }
 // Scratch that forward and backward write, in floats: the gradient w.r.t. the probabilities
-// [B, H, T, T] (explicit), or two [H, query tile, key tile] score tiles and an [H, T] row statistic (tiled).
+// [B, H, T, T] (explicit), or two [H, query tile, key tile] score tiles and a [B, H, T] row
+// statistic (tiled: the CPU's kernel uses one sequence's [H, T] of it at a time, the GPU's fused
+// kernel all of it).
 constexpr std::size_t attention_scratch_floats(const AttentionShape& s) {
   const std::size_t tile = attention_tile_floats(s);
-  return s.kernel == AttentionKernel::tiled ? static_cast<std::size_t>(s.heads) * (2 * tile + s.T)
+  return s.kernel == AttentionKernel::tiled ? static_cast<std::size_t>(s.heads) * 2 * tile + attention_saved_floats(s)
                                             : attention_saved_floats(s);
 }
 

@@ -39,6 +39,12 @@ void for_each_group(const AttentionShape& s, const HeadBatches& batches, const F
     for (int g = 0; g < batches.groups; ++g) f(Group(s, batches, b, g));
 }
 
+// The tiled kernels' [B, H, T] row statistic in their scratch (attention_scratch_floats), after the
+// two score tiles.
+inline float* row_statistics(float* scratch, const AttentionShape& s) {
+  return scratch + 2L * s.heads * attention_tile_floats(s);
+}
+
 inline float score_scale(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
 
 // c = Σ over the batch's heads h of scale · a_hᵀ · b_h, added to c unless `overwrite`: a_h [rows,

@@ -13,6 +13,14 @@ ProfileRegion::~ProfileRegion() {
   if (open_) Kokkos::Profiling::popRegion();
 }
 
+ForeignKernel::ForeignKernel(const char* label) : open_(Kokkos::Tools::profileLibraryLoaded()) {
+  if (open_) Kokkos::Profiling::beginParallelFor(label, 0, &id_);
+}
+
+ForeignKernel::~ForeignKernel() {
+  if (open_) Kokkos::Profiling::endParallelFor(id_);
+}
+
 void wait_for_device(const char* why) {
   Kokkos::fence();
   note_host_wait(why);

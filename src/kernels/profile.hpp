@@ -4,6 +4,8 @@
 // the host waits for the device. With no tool loaded each costs one test of a flag.
 #pragma once
 
+#include <cstdint>
+
 namespace trident {
 
 inline constexpr char kStepRegion[] = "trident::step";
@@ -25,6 +27,21 @@ class ProfileRegion {
 
  private:
   bool open_;
+};
+
+// A kernel launched outside Kokkos (trident's own CUDA kernels), shown to Kokkos Tools as a
+// parallel_for of that label for as long as the object lives, so that the census and kernel timers
+// count it with the rest.
+class ForeignKernel {
+ public:
+  explicit ForeignKernel(const char* label);
+  ~ForeignKernel();
+  ForeignKernel(const ForeignKernel&) = delete;
+  ForeignKernel& operator=(const ForeignKernel&) = delete;
+
+ private:
+  bool open_;
+  std::uint64_t id_ = 0;
 };
 
 // The host waits until the device has run the work queued so far (a fence; a no-op on the CPU

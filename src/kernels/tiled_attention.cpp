@@ -156,12 +156,8 @@ void tile_score_grads(const TilePair& pair, float* dprobs, const float* dots) {
 // Scratch: the tile of scores (probabilities), the tile of their gradients, a statistic per row.
 struct Scratch {
   float *tile, *grads, *rows;
-  Scratch(const AttentionShape& s, float* base) {
-    const long block = s.heads * attention_tile_floats(s);
-    tile = base;
-    grads = base + block;
-    rows = base + 2 * block;
-  }
+  Scratch(const AttentionShape& s, float* base)
+      : tile(base), grads(base + s.heads * attention_tile_floats(s)), rows(row_statistics(base, s)) {}
 };
 
 }  // namespace

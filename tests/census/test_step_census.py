@@ -89,6 +89,24 @@ def test_budget_items_that_hold(family):
     assert not loose, counts["kernels"]
 
 
+# The GPU's fused attention (src/gpu/flash_attention.cu, TRIDENT_FLASH_ATTENTION=1 under bf16): one
+# launch forward and two backward per layer, whatever the sequences and heads.
+FUSED_ATTENTION_LAUNCHES_PER_LAYER = 3
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_layer_kernels_within_budget_with_the_gpus_fused_attention(family):
+    """<= 16 kernel launches per layer besides the products once the GPU's fused attention takes
+    the place of the tiled kernel's row kernels (two forward and three backward per sequence and
+    key/value group; the CPU build has no fused kernel to count)."""
+    counts = census(family, 12)
+    groups = 1 if family == "gpt2" else 2
+    tiled = sum(n for label, n in counts["kernels"].items() if label.startswith("tiled_attention_"))
+    assert tiled == 12 * 5 * B * groups, counts["kernels"]
+    others = counts["kernel_launches_per_layer"] - tiled // 12
+    assert others + FUSED_ATTENTION_LAUNCHES_PER_LAYER <= 16, counts["kernels"]
+
+
 def test_zero1_optimizer_is_one_update_and_one_norm():
     counts = census("gpt2", 2, "parallel.dp=2", "parallel.zero=1", ranks=2)
     assert counts["kernels"]["adamw"] == 1

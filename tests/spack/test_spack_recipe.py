@@ -340,7 +340,7 @@ def _doctor(source, old, new):
 
 
 @pytest.mark.parametrize("old, new, expected", [
-    ("return [", 'return [\n            self.define("TRIDENT_NO_SUCH_OPTION", True),',
+    ("args = [", 'args = [\n            self.define("TRIDENT_NO_SUCH_OPTION", True),',
      "TRIDENT_NO_SUCH_OPTION"),
     ('self.define_from_variant("TRIDENT_ENABLE_TESTS", "tests")',
      'self.define_from_variant("TRIDENT_ENABLE_TESTS", "testing")', "no variant 'testing'"),

@@ -60,7 +60,7 @@ class Trident(CMakePackage, CudaPackage):
         depends_on(f"nccl cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
 
     def cmake_args(self):
-        return [
+        args = [
             self.define_from_variant("TRIDENT_ENABLE_CUDA", "cuda"),
             self.define_from_variant("TRIDENT_ENABLE_TESTS", "tests"),
             # The CPU kernels default to -march=x86-64-v3 (src/kernels/CMakeLists.txt). Spack's
@@ -69,3 +69,7 @@ class Trident(CMakePackage, CudaPackage):
             # that miss a newer target's instructions. Empty leaves the choice to `target=`.
             self.define("TRIDENT_KERNEL_ARCH", ""),
         ]
+        if self.spec.satisfies("+cuda"):
+            # trident's own CUDA kernels (src/gpu/*.cu), built for the same one architecture.
+            args.append(self.define("CMAKE_CUDA_ARCHITECTURES", self.spec.variants["cuda_arch"].value))
+        return args

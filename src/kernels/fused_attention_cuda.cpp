@@ -1,0 +1,59 @@
+// fused_attention.hpp on the GPU build: our flash-attention kernels, on the stream Kokkos' kernels
+// run on, where TRIDENT_FLASH_ATTENTION=1 asks for them (not yet run on a GPU: a GPU check must show
+// them equal to the tiled kernel before they become the default), under train.precision = "bf16"
+// (their products read bf16 inputs, as every product then does) and for the shapes they take.
+#include <cstdlib>
+#include <string>
+
+#include "gpu/flash_attention.hpp"
+#include "kernels/attention_heads.hpp"
+#include "kernels/device.hpp"
+#include "kernels/fused_attention.hpp"
+#include "kernels/profile.hpp"
+
+namespace trident::attention_detail {
+
+namespace {
+
+bool flash_attention_asked() {
+  static const bool asked = [] {
+    const char* value = std::getenv("TRIDENT_FLASH_ATTENTION");
+    return value && std::string(value) == "1";
+  }();
+  return asked;
+}
+
+FlashAttentionShape flash_shape(const AttentionShape& s) {
+  return {s.B, s.T, s.heads, s.kv_heads, s.head_dim, s.q_ld, s.kv_ld, s.out_ld};
+}
+
+bool takes(const GemmContext& context, const AttentionShape& s) {
+  return flash_attention_asked() && context.precision() == MatmulPrecision::bf16 &&
+         flash_attention_supports(flash_shape(s));
+}
+
+}  // namespace
+
+bool fused_forward(GemmContext& context, float* out, float* log_sum_exp, const float* q, const float* k,
+                   const float* v, const AttentionShape& s) {
+  if (!takes(context, s)) return false;
+  const ForeignKernel kernel("flash_attention_forward");
+  flash_attention_forward(out, log_sum_exp, q, k, v, flash_shape(s), ExecSpace().cuda_stream());
+  return true;
+}
+
+bool fused_backward(GemmContext& context, float* dq, float* dk, float* dv, float* scratch, const float* dout,
+                    const float* q, const float* k, const float* v, const float* out, const float* log_sum_exp,
+                    const AttentionShape& s) {
+  if (!takes(context, s)) return false;
+  float* dots = row_statistics(scratch, s);
+  {
+    const ForeignKernel kernel("flash_attention_query_grads");
+    flash_attention_query_grads(dq, dots, dout, q, k, v, out, log_sum_exp, flash_shape(s), ExecSpace().cuda_stream());
+  }
+  const ForeignKernel kernel("flash_attention_key_grads");
+  flash_attention_key_grads(dk, dv, dout, q, k, v, dots, log_sum_exp, flash_shape(s), ExecSpace().cuda_stream());
+  return true;
+}
+
+}  // namespace trident::attention_detail

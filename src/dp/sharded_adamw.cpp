@@ -22,6 +22,7 @@ void ShardedAdamW::update(ParamStore& params, int step, double lr, const GradCli
     throw std::logic_error("ShardedAdamW::step: not the parameter store its GradientSync reduces");
   AdamWUpdate(train_, step, lr).apply(runs_, params.values.data(), sync_.reduced_grads(), m.data(), v.data(), clip);
   sync_.all_gather_params();
+  params.refresh_bf16_copy();  // the other ranks' pieces arrived in fp32
 }
 
 Optimizer::Moments ShardedAdamW::full_moments() {

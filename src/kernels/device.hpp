@@ -3,6 +3,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cstdint>
 
 namespace trident {
 
@@ -11,6 +12,7 @@ using MemSpace = ExecSpace::memory_space;
 
 using FloatBuffer = Kokkos::View<float*, MemSpace>;
 using IntBuffer = Kokkos::View<int*, MemSpace>;
+using Bf16Buffer = Kokkos::View<std::uint16_t*, MemSpace>;  // bf16 bits (kernels/matmul_precision.hpp)
 using HostFloatBuffer = FloatBuffer::HostMirror;
 using HostIntBuffer = IntBuffer::HostMirror;
 

@@ -3,6 +3,8 @@
 // build. Row-major throughout, as the tensors are; pointers are device pointers (kernels/device.hpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -10,9 +12,22 @@
 
 namespace trident {
 
+// A bf16 copy kept of an fp32 buffer (under train.precision = "bf16", the parameters' copy that the
+// optimizer writes: model/param_store.hpp). A product whose operand lies inside `values` reads the
+// copy at the same offset instead of rounding the operand itself: the same bits, without the
+// product's own conversion (on the GPU, the weights go to cuBLAS as they are).
+struct Bf16Copy {
+  const float* values = nullptr;
+  const std::uint16_t* bits = nullptr;
+  std::size_t size = 0;
+  // The copy of x[0, extent), or null when that range is not inside `values`.
+  const std::uint16_t* of(const float* x, long extent) const;
+};
+
 // What every product reads besides its operands: the precision it multiplies in (deck key
 // train.precision, kernels/matmul_precision.hpp) and the library's state (scratch for rounded
-// operand copies; the cuBLAS handle on the GPU build). The model owns one and passes it to each
+// operand copies; the cuBLAS handle on the GPU build) and the bf16 copy of the weights where one is
+// kept. The model owns one and passes it to each
 // kernel that multiplies; nothing about products is process-wide. Holds device memory, so it must
 // be destroyed before Kokkos finalises.
 class GemmContext {
@@ -25,11 +40,16 @@ class GemmContext {
 
   MatmulPrecision precision() const { return precision_; }  // never `automatic`
 
+  // Under bf16, products read `copy` for operands inside its buffer (Bf16Copy).
+  void read_bf16_copy(const Bf16Copy& copy) { bf16_copy_ = copy; }
+  const Bf16Copy& bf16_copy() const { return bf16_copy_; }
+
   struct Library;  // defined by gemm_cblas.cpp or gemm_cublas.cpp
   Library& library() { return *library_; }
 
  private:
   MatmulPrecision precision_;
+  Bf16Copy bf16_copy_;
   std::unique_ptr<Library> library_;
 };
 

@@ -1,5 +1,6 @@
 // gemm.hpp on the CPU: BLAS through its C interface. TF32 and bf16 precisions are emulated: the
-// operands are rounded copies (kernels/matmul_precision.hpp), multiplied in fp32.
+// operands are rounded copies (kernels/matmul_precision.hpp), or the kept bf16 copy widened,
+// multiplied in fp32.
 #include <cblas.h>
 
 #include "kernels/gemm.hpp"
@@ -27,7 +28,16 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
               m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// The operands as the context's precision reads them: themselves in fp32, else rounded copies.
+// x[0, n) as the context's precision reads it: itself in fp32, else a rounded copy (under bf16,
+// the kept copy widened where x lies in its buffer: the same values).
+const float* operand(GemmContext& context, int slot, const float* x, long n, int dropped) {
+  OperandScratch& scratch = context.library().scratch;
+  if (dropped == 16)
+    if (const std::uint16_t* kept = context.bf16_copy().of(x, n)) return scratch.widened(slot, kept, n);
+  return scratch.rounded(slot, x, n, dropped);
+}
+
+// The operands as the context's precision reads them.
 struct Operands {
   const float* a;
   const float* b;
@@ -36,9 +46,8 @@ struct Operands {
       : a(a_in), b(b_in) {
     const int dropped = dropped_significand_bits(context.precision());
     if (dropped == 0) return;
-    OperandScratch& scratch = context.library().scratch;
-    a = scratch.rounded(0, a_in, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a), dropped);
-    b = scratch.rounded(1, b_in, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b), dropped);
+    a = operand(context, 0, a_in, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a), dropped);
+    b = operand(context, 1, b_in, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b), dropped);
   }
 };
 

@@ -43,12 +43,13 @@ GemmMath fp32_math(const GemmContext& context) {
   return context.precision() == MatmulPrecision::fp32 ? GemmMath::fp32 : GemmMath::tf32;
 }
 
-// x[0, n) rounded to bf16 (nearest, ties to even), in operand scratch `slot`.
+// x[0, n) rounded to bf16 (nearest, ties to even): the kept copy where x lies in its buffer (the
+// weights), else a copy made in operand scratch `slot`.
 const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, const float* x, long n) {
+  if (const std::uint16_t* kept = context.bf16_copy().of(x, n)) return reinterpret_cast<const __nv_bfloat16*>(kept);
   std::uint16_t* out = context.library().scratch.halves(slot, n);
-  Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
-    out[i] = static_cast<std::uint16_t>(math::bit_cast<unsigned>(round_significand(x[i], 16)) >> 16);
-  });
+  Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
+                       KOKKOS_LAMBDA(long i) { out[i] = bf16_bits(x[i]); });
   return reinterpret_cast<const __nv_bfloat16*>(out);
 }
 

@@ -1,6 +1,9 @@
 #include "kernels/matmul_precision.hpp"
 
+#include <cstdint>
 #include <string>
+
+#include "kernels/gemm.hpp"
 
 namespace trident {
 
@@ -45,6 +48,19 @@ const float* OperandScratch::rounded(int slot, const float* x, long n, int dropp
   Kokkos::parallel_for("round_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
                        KOKKOS_LAMBDA(long i) { out[i] = round_significand(x[i], dropped); });
   return out;
+}
+
+const float* OperandScratch::widened(int slot, const std::uint16_t* bits, long n) {
+  float* out = floats(slot, n);
+  Kokkos::parallel_for("widen_bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
+                       KOKKOS_LAMBDA(long i) { out[i] = bf16_value(bits[i]); });
+  return out;
+}
+
+const std::uint16_t* Bf16Copy::of(const float* x, long extent) const {
+  const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  if (!bits || at(x) < at(values) || at(x + extent) > at(values + size)) return nullptr;
+  return bits + (x - values);
 }
 
 }  // namespace trident

@@ -30,6 +30,16 @@ KOKKOS_INLINE_FUNCTION float round_significand(float x, int dropped) {
   return math::bit_cast<float>(rounded & ~((1u << dropped) - 1u));
 }
 
+// x as bf16 bits: rounded to nearest, ties to even, as products read it under bf16.
+KOKKOS_INLINE_FUNCTION std::uint16_t bf16_bits(float x) {
+  return static_cast<std::uint16_t>(math::bit_cast<unsigned>(round_significand(x, 16)) >> 16);
+}
+
+// The fp32 value of bf16 bits (exact).
+KOKKOS_INLINE_FUNCTION float bf16_value(std::uint16_t bits) {
+  return math::bit_cast<float>(static_cast<unsigned>(bits) << 16);
+}
+
 // Elements a GEMM operand spans in memory: `batches` matrices `stride` apart, each `rows` rows of
 // `columns` elements, `ld` apart (the stored layout, before any transpose).
 long operand_extent(int rows, int columns, int ld, int batches = 1, long stride = 0);
@@ -42,6 +52,8 @@ class OperandScratch {
   std::uint16_t* halves(int slot, long n);
   // A copy of x[0, n) with `dropped` significand bits rounded off, in floats(slot, n).
   const float* rounded(int slot, const float* x, long n, int dropped);
+  // bits[0, n) as fp32 values (exact), in floats(slot, n).
+  const float* widened(int slot, const std::uint16_t* bits, long n);
 
  private:
   FloatBuffer floats_[2];

@@ -219,6 +219,14 @@ class FamilyModel final : public Gpt::Impl {
     memory.resident = ws_.att.extent(0) * sizeof(float);
   }
 
+  // Under bf16 the products read the weights from a bf16 copy of the parameters that the optimizer
+  // keeps current (ParamStore::keep_bf16_copy). Called once the parameters hold their first values.
+  void keep_bf16_weights() {
+    if (gemm_.precision() != MatmulPrecision::bf16) return;
+    params.keep_bf16_copy();
+    gemm_.read_bf16_copy({params.values.data(), params.bf16_copy(), params.total_size()});
+  }
+
   // Called once the parameters are allocated.
   void locate_tensors() {
     weights_ = std::make_unique<ModelTensors<Family>>(params.values, params, specs, cfg.layers);
@@ -562,6 +570,7 @@ std::unique_ptr<Gpt::Impl> make_model(const ModelConfig& cfg, int micro_batch_si
   add_family_parameters<Family>(model->params, cfg, model->specs);
   model->params.allocate();
   init_parameters(model->params, cfg, seed);
+  model->keep_bf16_weights();
   model->locate_tensors();
   return model;
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "comm/comm.hpp"
+#include "kernels/matmul_precision.hpp"
 
 namespace trident {
 
@@ -96,6 +97,21 @@ const ParamTensor& ParamStore::add(std::string name, std::vector<std::int64_t> g
 void ParamStore::allocate() {
   values = FloatBuffer("params", total_);
   grads = FloatBuffer("grads", total_);
+}
+
+void ParamStore::keep_bf16_copy() {
+  bf16_copy_ = Bf16Buffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("params_bf16")), total_);
+  refresh_bf16_copy();
+}
+
+std::uint16_t* ParamStore::bf16_copy() const { return bf16_copy_.data(); }
+
+void ParamStore::refresh_bf16_copy() {
+  if (bf16_copy_.extent(0) == 0) return;
+  const auto from = values;
+  const auto to = bf16_copy_;
+  Kokkos::parallel_for("params_to_bf16", Kokkos::RangePolicy<ExecSpace>(0, total_),
+                       KOKKOS_LAMBDA(std::size_t i) { to(i) = bf16_bits(from(i)); });
 }
 
 const ParamTensor* ParamStore::try_find(const std::string& name) const {

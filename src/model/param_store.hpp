@@ -69,7 +69,16 @@ class ParamStore {
   FloatBuffer values;
   FloatBuffer grads;
 
+  // Under train.precision = "bf16": a bf16 copy of `values` (nearest, ties to even) that the
+  // products read in place of the weights (kernels/gemm.hpp, Bf16Copy). Whoever writes `values`
+  // keeps it current: AdamW as it updates them, refresh_bf16_copy() after any other write
+  // (initialisation, a checkpoint's load, ZeRO-1's all-gather).
+  void keep_bf16_copy();           // allocates the copy and fills it
+  std::uint16_t* bf16_copy() const;  // null when none is kept
+  void refresh_bf16_copy();        // nothing when none is kept
+
  private:
+  Bf16Buffer bf16_copy_;
   std::vector<ParamTensor> tensors_;
   std::size_t total_ = 0;
   int tp_rank_;

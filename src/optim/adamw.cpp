@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
 #include "optim/grad_norm.hpp"
 
@@ -19,7 +20,7 @@ AdamWUpdate::AdamWUpdate(const TrainConfig& train, int step, double lr)
       v_correction_(static_cast<float>(1.0 / (1.0 - std::pow(train.beta2, step)))) {}
 
 void AdamWUpdate::apply(const ElementRuns& runs, float* param, const float* grad, float* m, float* v,
-                        const GradClip& clip) const {
+                        const GradClip& clip, std::uint16_t* param_bf16) const {
   const float beta1 = beta1_, beta2 = beta2_, eps = eps_, rate = lr_, weight_decay = weight_decay_;
   const float m_correction = m_correction_, v_correction = v_correction_;
   const double* norm_squared = clip.norm_squared;
@@ -33,6 +34,7 @@ void AdamWUpdate::apply(const ElementRuns& runs, float* param, const float* grad
     const float* g_in = grad + run.local;
     float* m_run = m + run.local;
     float* v_run = v + run.local;
+    std::uint16_t* p_bf16 = param_bf16 ? param_bf16 + run.param : nullptr;
     row_for(team, 0, run.count, [&](int i) {
       const float g = grad_scale * g_in[i];
       m_run[i] = beta1 * m_run[i] + (1.0f - beta1) * g;
@@ -40,6 +42,7 @@ void AdamWUpdate::apply(const ElementRuns& runs, float* param, const float* grad
       const float m_hat = m_run[i] * m_correction;
       const float v_hat = v_run[i] * v_correction;
       p[i] -= rate * (m_hat / (math::sqrt(v_hat) + eps) + decay * p[i]);
+      if (p_bf16) p_bf16[i] = bf16_bits(p[i]);
     });
   });
 }
@@ -55,7 +58,8 @@ void AdamW::update(ParamStore& params, int step, double lr, const GradClip& clip
     throw std::logic_error("AdamW::step: " + std::to_string(params.total_size()) +
                            " parameters, but the optimizer state holds " + std::to_string(m.extent(0)));
   }
-  AdamWUpdate(train_, step, lr).apply(runs_, params.values.data(), params.grads.data(), m.data(), v.data(), clip);
+  AdamWUpdate(train_, step, lr).apply(runs_, params.values.data(), params.grads.data(), m.data(), v.data(), clip,
+                                      params.bf16_copy());
 }
 
 void AdamW::import_moments(const Moments& moments) {

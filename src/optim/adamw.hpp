@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
@@ -25,7 +26,10 @@ class AdamWUpdate {
   //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
   //   m^ = m / (1 - b1^t);   v^ = v / (1 - b2^t)
   //   p -= lr (m^ / (sqrt(v^) + eps) + wd p)
-  void apply(const ElementRuns& runs, float* param, const float* grad, float* m, float* v, const GradClip& clip) const;
+  // and, where `param_bf16` is given (the store's bf16 copy, ParamStore::keep_bf16_copy), writes the
+  // new p there rounded to bf16.
+  void apply(const ElementRuns& runs, float* param, const float* grad, float* m, float* v, const GradClip& clip,
+             std::uint16_t* param_bf16 = nullptr) const;
 
  private:
   float beta1_, beta2_, eps_, lr_, weight_decay_, m_correction_, v_correction_;

@@ -170,6 +170,7 @@ int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore
       const CheckpointHeader header =
           checkpoint_header(read_checkpoint_collective(MPI_COMM_WORLD, path, wanted, counted), path);
       Kokkos::deep_copy(params.values, host.values);
+      params.refresh_bf16_copy();
       Kokkos::deep_copy(moments.m, host.m);
       Kokkos::deep_copy(moments.v, host.v);
       optimizer.import_moments(moments);

@@ -103,5 +103,32 @@ TEST(MatmulPrecision, ReducedPrecisionMultipliesTheRoundedInputsInFp32) {
   }
 }
 
+// Under bf16 a product whose operand lies in a kept copy's buffer reads the copy: given a copy that
+// holds the bits of 2·b (a copy no rounding of b could give), the product is 2·(a·bᵀ) of the rounded
+// inputs; an operand outside the buffer (or only partly inside) is rounded as usual.
+TEST(Bf16Copy, ProductsReadTheKeptCopyOfOperandsInsideItsBuffer) {
+  Product product;
+  product.round_inputs(kBf16);  // exact in bf16, so doubling them is too
+  const std::vector<float> plain = product.single(MatmulPrecision::fp32);
+  const long b_floats = static_cast<long>(product.b.extent(0));
+  std::vector<std::uint16_t> doubled(b_floats);
+  const std::vector<float> b = to_host(product.b);
+  for (long i = 0; i < b_floats; ++i) doubled[i] = bf16_bits(2.0f * b[i]);
+  Bf16Buffer copy("copy", b_floats);
+  Kokkos::deep_copy(copy, Kokkos::View<const std::uint16_t*, Kokkos::HostSpace>(doubled.data(), b_floats));
+
+  GemmContext context(MatmulPrecision::bf16);
+  context.read_bf16_copy({product.b.data(), copy.data(), static_cast<std::size_t>(b_floats)});
+  FloatBuffer c("c", Product::m * Product::n);
+  gemm(context, false, true, Product::m, Product::n, Product::k, 1.0f, product.a.data(), Product::ld,
+       product.b.data(), Product::ld, 0.0f, c.data(), Product::n);
+  const std::vector<float> read = to_host(c);
+  for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(read[i], 2.0f * plain[i], kSameProduct * std::abs(plain[i]) + 1e-6f) << i;
+
+  EXPECT_EQ(context.bf16_copy().of(product.a.data(), 1), nullptr);
+  EXPECT_EQ(context.bf16_copy().of(product.b.data() + 5, b_floats - 5), copy.data() + 5);
+  EXPECT_EQ(context.bf16_copy().of(product.b.data() + 5, b_floats - 4), nullptr);  // one past the buffer
+}
+
 }  // namespace
 }  // namespace trident

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/matmul_precision.hpp"
 #include "optim/adamw.hpp"
 #include "param_fixture.hpp"
 
@@ -132,6 +133,41 @@ TEST(AdamW, ClipFromTheDeviceNormEqualsScalingTheGradientsFirst) {
     }
     EXPECT_NE(to_host(clipped_inside.values), values);
   }
+}
+
+// The bf16 copy of the parameters (ParamStore::keep_bf16_copy), which products read under bf16: filled
+// when kept, written by AdamW with each update, and made current again by refresh_bf16_copy().
+TEST(AdamW, KeepsTheParametersBf16CopyCurrent) {
+  const auto rounded = [](const std::vector<float>& values) {
+    std::vector<std::uint16_t> bits;
+    for (float value : values) bits.push_back(bf16_bits(value));
+    return bits;
+  };
+  const auto copy_of = [](const ParamStore& params) {
+    std::vector<std::uint16_t> bits(params.total_size());
+    Kokkos::deep_copy(Kokkos::View<std::uint16_t*, Kokkos::HostSpace>(bits.data(), bits.size()),
+                      Kokkos::View<const std::uint16_t*, MemSpace>(params.bf16_copy(), bits.size()));
+    return bits;
+  };
+  ParamStore params = optim_test::weight_and_bias();
+  const std::size_t n = params.total_size();
+  std::vector<float> values(n), grads(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = 0.3f + 0.0371f * static_cast<float>(i), grads[i] = std::cos(1.7f * i);
+  from_host(params.values, values);
+  EXPECT_EQ(params.bf16_copy(), nullptr);
+  params.keep_bf16_copy();
+  EXPECT_EQ(copy_of(params), rounded(values));
+
+  AdamW adamw(params, TrainConfig{});
+  from_host(params.grads, grads);
+  adamw.step(params, 1, 0.01);
+  const std::vector<float> updated = to_host(params.values);
+  EXPECT_NE(updated, values);
+  EXPECT_EQ(copy_of(params), rounded(updated));
+
+  from_host(params.values, values);
+  params.refresh_bf16_copy();
+  EXPECT_EQ(copy_of(params), rounded(values));
 }
 
 }  // namespace

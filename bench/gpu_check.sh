@@ -19,8 +19,9 @@
 #   *_flash      the bf16 equivalence and GPT-2's bf16 time with our fused attention kernels
 #                (TRIDENT_FLASH_ATTENTION=1; GPT-2's with the fused epilogues too); the unit step has
 #                already compared each of those kernels with the CPU build's tiled attention
-#   llama-1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory): against
-#                bf16-sdpa and bf16-sdpa-compile (the explicit softmax does not fit at T 4096)
+#   llama-1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), trident in bf16:
+#                against bf16-sdpa and bf16-sdpa-compile (the explicit softmax does not fit at T 4096);
+#                llama_1b_flash: again with the fused attention and epilogues
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 kit_file="$(realpath "${1:-$repo/gpu-kit.tar.xz}")"
@@ -101,13 +102,18 @@ step equivalence_flash env TRIDENT_FLASH_ATTENTION=1 TRIDENT_EXE="$kit/bin/tride
   "$python" -m pytest -q -p no:cacheprovider -rs -k "bf16" "$repo/tests/gpu/test_gpu_equivalence.py"
 step gpt2_flash env TRIDENT_FLASH_ATTENTION=1 TRIDENT_FUSED_EPILOGUES=1 "$python" "$repo/bench/single_rank.py" \
   --device cuda --trident "$kit/bin/trident" --steps 6 --warmup 2 --configs gpt2-1024 --precision bf16 --torch none
-step llama_1b bench --configs llama-1b --batch "$llama_batch" --torch bf16-sdpa,bf16-sdpa-compile \
-  --json "$out/llama_1b.json"
+# The issue's Llama target is in bf16: trident in bf16 (its default kernels), then with our fused
+# attention and the fused epilogues, against PyTorch's bf16 runs.
+step llama_1b bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
+  --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
+step llama_1b_flash env TRIDENT_FLASH_ATTENTION=1 TRIDENT_FUSED_EPILOGUES=1 "$python" "$repo/bench/single_rank.py" \
+  --device cuda --trident "$kit/bin/trident" --steps 6 --warmup 2 --configs llama-1b --batch "$llama_batch" \
+  --precision bf16 --torch none
 
 {
   echo
   echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 gpt2_fused gpt2_flash llama_1b; do
+  for name in gpt2 gpt2_fused gpt2_flash llama_1b llama_1b_flash; do
     echo
     echo "### $name"
     echo '```'

@@ -155,25 +155,48 @@ __device__ void stage_fragments(float* staging, FragAcc (&acc)[HD / 16]) {
   __syncwarp();
 }
 
-// Query tiles run longest first (the last tile sees the most keys).
-__device__ int query_tile_of_block() { return gridDim.x - 1 - blockIdx.x; }
+// Consecutive pieces of the block's shared memory (sizes from Smem, each a multiple of 128 bytes).
+struct SharedPieces {
+  unsigned char* next;
+  template <class T>
+  __device__ T* take(int bytes) {
+    T* piece = reinterpret_cast<T*>(next);
+    next += bytes;
+    return piece;
+  }
+};
+
+// Where a block of the forward or dQ launch works: sequence b, query head h of key/value head g,
+// the query tile from q0 (tiles run longest first: the last sees the most keys), and this warp's
+// 16 rows from row0.
+struct QueryTileBlock {
+  int warp, lane, h, b, g, q0, row0;
+  __device__ explicit QueryTileBlock(const Tensors& t)
+      : warp(threadIdx.x / 32),
+        lane(threadIdx.x % 32),
+        h(blockIdx.y),
+        b(blockIdx.z),
+        g(blockIdx.y / (t.heads / t.kv_heads)),
+        q0((gridDim.x - 1 - blockIdx.x) * kTile),
+        row0(q0 + warp * kWarpRows) {}
+};
 
 template <int HD>
 __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
   using S = Smem<HD>;
   extern __shared__ __align__(128) unsigned char smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int h = blockIdx.y, b = blockIdx.z, g = h / (t.heads / t.kv_heads);
-  const int q0 = query_tile_of_block() * kTile, row0 = q0 + warp * kWarpRows;
-  bf16* qs = reinterpret_cast<bf16*>(smem);
-  bf16* ks = reinterpret_cast<bf16*>(smem + S::tile);
-  bf16* vs = reinterpret_cast<bf16*>(smem + 2 * S::tile);
-  float* row_max = reinterpret_cast<float*>(smem + 3 * S::tile) + warp * kWarpRows;  // the warp's rows
+  const QueryTileBlock at(t);
+  const int warp = at.warp, lane = at.lane, h = at.h, b = at.b, g = at.g, q0 = at.q0, row0 = at.row0;
+  SharedPieces shared{smem};
+  bf16* qs = shared.take<bf16>(S::tile);
+  bf16* ks = shared.take<bf16>(S::tile);
+  bf16* vs = shared.take<bf16>(S::tile);
+  float* row_max = shared.take<float>(S::row_stats) + warp * kWarpRows;  // the warp's rows
   float* row_sum = row_max + kTile;
-  unsigned char* mine = smem + 3 * S::tile + S::row_stats + warp * (S::scores + S::probs + S::acc);
-  float* scores = reinterpret_cast<float*>(mine);
-  bf16* probs = reinterpret_cast<bf16*>(mine + S::scores);
-  float* acc = reinterpret_cast<float*>(mine + S::scores + S::probs);
+  shared.next += warp * (S::scores + S::probs + S::acc);
+  float* scores = shared.take<float>(S::scores);
+  bf16* probs = shared.take<bf16>(S::probs);
+  float* acc = shared.take<float>(S::acc);
   const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
 
   load_tile<HD>(qs, t.q + static_cast<long>(b) * t.T * t.q_ld + h * HD, t.q_ld, q0, t.T);
@@ -245,19 +268,19 @@ template <int HD>
 __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
   using S = Smem<HD>;
   extern __shared__ __align__(128) unsigned char smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int h = blockIdx.y, b = blockIdx.z, g = h / (t.heads / t.kv_heads);
-  const int q0 = query_tile_of_block() * kTile, row0 = q0 + warp * kWarpRows;
-  bf16* qs = reinterpret_cast<bf16*>(smem);
-  bf16* dos = reinterpret_cast<bf16*>(smem + S::tile);
-  bf16* ks = reinterpret_cast<bf16*>(smem + 2 * S::tile);
-  bf16* vs = reinterpret_cast<bf16*>(smem + 3 * S::tile);
-  float* lse = reinterpret_cast<float*>(smem + 4 * S::tile) + warp * kWarpRows;  // the warp's rows
+  const QueryTileBlock at(t);
+  const int warp = at.warp, lane = at.lane, h = at.h, b = at.b, g = at.g, q0 = at.q0, row0 = at.row0;
+  SharedPieces shared{smem};
+  bf16* qs = shared.take<bf16>(S::tile);
+  bf16* dos = shared.take<bf16>(S::tile);
+  bf16* ks = shared.take<bf16>(S::tile);
+  bf16* vs = shared.take<bf16>(S::tile);
+  float* lse = shared.take<float>(S::row_stats) + warp * kWarpRows;  // the warp's rows
   float* dot = lse + kTile;
-  unsigned char* mine = smem + 4 * S::tile + S::row_stats + warp * (2 * S::scores + S::probs);
-  float* scores = reinterpret_cast<float*>(mine);
-  float* dprobs = reinterpret_cast<float*>(mine + S::scores);
-  bf16* dscores = reinterpret_cast<bf16*>(mine + 2 * S::scores);
+  shared.next += warp * (2 * S::scores + S::probs);
+  float* scores = shared.take<float>(S::scores);
+  float* dprobs = shared.take<float>(S::scores);
+  bf16* dscores = shared.take<bf16>(S::probs);
   const long q_first = static_cast<long>(b) * t.T * t.q_ld + h * HD;
   const long out_first = static_cast<long>(b) * t.T * t.out_ld + h * HD;
   const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
@@ -314,17 +337,18 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = blockIdx.y, b = blockIdx.z, group = t.heads / t.kv_heads;
   const int k0 = blockIdx.x * kTile, key0 = k0 + warp * kWarpRows;
-  bf16* ks = reinterpret_cast<bf16*>(smem);
-  bf16* vs = reinterpret_cast<bf16*>(smem + S::tile);
-  bf16* qs = reinterpret_cast<bf16*>(smem + 2 * S::tile);
-  bf16* dos = reinterpret_cast<bf16*>(smem + 3 * S::tile);
-  float* lse = reinterpret_cast<float*>(smem + 4 * S::tile);  // of the query tile's rows
+  SharedPieces shared{smem};
+  bf16* ks = shared.take<bf16>(S::tile);
+  bf16* vs = shared.take<bf16>(S::tile);
+  bf16* qs = shared.take<bf16>(S::tile);
+  bf16* dos = shared.take<bf16>(S::tile);
+  float* lse = shared.take<float>(S::row_stats);  // of the query tile's rows
   float* dot = lse + kTile;
-  unsigned char* mine = smem + 4 * S::tile + S::row_stats + warp * (2 * S::scores + 2 * S::probs);
-  float* scores = reinterpret_cast<float*>(mine);  // Sᵀ: a row per key, a column per query
-  float* dprobs = reinterpret_cast<float*>(mine + S::scores);
-  bf16* probs = reinterpret_cast<bf16*>(mine + 2 * S::scores);
-  bf16* dscores = reinterpret_cast<bf16*>(mine + 2 * S::scores + S::probs);
+  shared.next += warp * (2 * S::scores + 2 * S::probs);
+  float* scores = shared.take<float>(S::scores);  // Sᵀ: a row per key, a column per query
+  float* dprobs = shared.take<float>(S::scores);
+  bf16* probs = shared.take<bf16>(S::probs);
+  bf16* dscores = shared.take<bf16>(S::probs);
   const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
 
   load_tile<HD>(ks, t.k + kv_first, t.kv_ld, k0, t.T);

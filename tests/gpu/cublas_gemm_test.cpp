@@ -4,24 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "device_vector.hpp"
 #include "gpu_available.hpp"
 #include "kernels/gemm.hpp"
+#include "random_values.hpp"
 
 namespace trident {
 namespace {
-
-std::vector<float> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 double max_relative_error(const std::vector<float>& got, const std::vector<float>& want) {
   double worst = 0.0, scale = 0.0;

@@ -9,23 +9,15 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "device_vector.hpp"
 #include "gpu_available.hpp"
 #include "kernels/attention.hpp"
+#include "random_values.hpp"
 
 namespace trident {
 namespace {
-
-std::vector<float> random_values(std::size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // ‖got − want‖ / ‖want‖; infinite where got holds a NaN (an element left unwritten).
 double relative_error(const std::vector<float>& got, const std::vector<float>& want) {

@@ -25,11 +25,10 @@ struct Bf16Copy {
 };
 
 // What every product reads besides its operands: the precision it multiplies in (deck key
-// train.precision, kernels/matmul_precision.hpp) and the library's state (scratch for rounded
-// operand copies; the cuBLAS handle on the GPU build) and the bf16 copy of the weights where one is
-// kept. The model owns one and passes it to each
-// kernel that multiplies; nothing about products is process-wide. Holds device memory, so it must
-// be destroyed before Kokkos finalises.
+// train.precision, kernels/matmul_precision.hpp), the bf16 copy of the weights where one is kept,
+// and the library's state (scratch for rounded operand copies; the cuBLAS handle on the GPU build).
+// The model owns one and passes it to each kernel that multiplies; nothing about products is
+// process-wide. Holds device memory, so it must be destroyed before Kokkos finalises.
 class GemmContext {
  public:
   // `automatic` resolves to fp32 on the CPU build and TF32 on the GPU build.

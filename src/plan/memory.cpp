@@ -103,6 +103,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   }
   memory.grad_bytes = memory.weight_bytes;
   memory.optimizer_bytes = 2 * memory.weight_bytes;
+  if (deck.train.precision == MatmulPrecision::bf16) memory.weight_copy_bytes = memory.weight_bytes / 2;
   if (deck.parallel.zero == 1) {
     const std::vector<Bucket> buckets = plan_buckets(static_cast<std::size_t>(memory.weight_bytes / 4),
                                                      bucket_elements(deck.parallel.bucket_mb), deck.parallel.dp);

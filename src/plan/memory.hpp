@@ -1,6 +1,7 @@
 // Memory per rank in bytes: weights, gradients, AdamW m and v (ZeRO-1: a 1/dp shard, and the
-// buffers it reduce-scatters into), activations. All fp32 whatever train.precision: a product
-// rounds copies of its operands (kernels/matmul_precision.hpp), the stored tensors stay fp32.
+// buffers it reduce-scatters into), activations, all fp32 whatever train.precision (a product
+// rounds copies of its activation operands, kernels/matmul_precision.hpp); under bf16 also the
+// weights' bf16 copy that the products read (model/param_store.hpp).
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,8 @@ std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro
                                              bool last_stage);
 
 struct RankMemory {
-  std::int64_t weight_bytes = 0;
+  std::int64_t weight_bytes = 0;       // the fp32 master weights
+  std::int64_t weight_copy_bytes = 0;  // train.precision = "bf16": their bf16 copy, which the products read
   std::int64_t grad_bytes = 0;
   std::int64_t optimizer_bytes = 0;  // AdamW m + v, of this rank's shard under ZeRO-1
   // ZeRO-1's reduced-gradient shard and padded staging copies (plan/buckets.hpp); 0 without it.
@@ -71,7 +73,8 @@ struct RankMemory {
   // Not counted: the runtime (libraries, MPI's and the BLAS's buffers, the token data), about
   // 90-210 MiB per rank on this project's CPU machines (README.md, "Memory").
   std::int64_t total_bytes() const {
-    return weight_bytes + grad_bytes + optimizer_bytes + zero1_bytes + activation_bytes() + workspace_bytes;
+    return weight_bytes + weight_copy_bytes + grad_bytes + optimizer_bytes + zero1_bytes + activation_bytes() +
+           workspace_bytes;
   }
 };
 

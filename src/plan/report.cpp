@@ -289,7 +289,9 @@ std::string attention_memory_note(AttentionKernel attention) {
 void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   const bool interleaved = static_cast<int>(stages.size()) > deck.parallel.pp;
   const bool zero1 = deck.parallel.zero == 1;
-  out << "\nMemory per rank (fp32 whatever train.precision"
+  const bool bf16 = deck.train.precision == MatmulPrecision::bf16;
+  out << "\nMemory per rank (fp32 weights, gradients, AdamW state and activations"
+      << (bf16 ? ", and the weights' bf16 copy that the products read" : "")
       << (zero1 ? "; ZeRO-1: AdamW m+v of 1/dp of the parameters" : "")
       << "; activations = in flight x stash per micro-batch"
       << recomputed_memory_note(deck.schedule.recompute, deck.model.attention)
@@ -297,14 +299,17 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
       << (deck.parallel.sequence_parallel ? "; sequence parallel: the residual stream's tensors hold 1/tp of the rows"
                                           : "")
       << ")\n";
-  std::vector<std::string> header{interleaved ? "rank" : "stage", "weights", "grads", "AdamW m+v"};
+  std::vector<std::string> header{interleaved ? "rank" : "stage", "weights"};
+  if (bf16) header.push_back("bf16 copy");
+  header.insert(header.end(), {"grads", "AdamW m+v"});
   if (zero1) header.push_back("ZeRO-1 shard");
   header.insert(header.end(), {"act/micro-batch", "in flight", "activations", "workspace", "total"});
   TextTable table(header);
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
     const RankMemory memory = rank_memory(deck, stages, rank);
-    std::vector<std::string> row{str(rank), human_bytes(memory.weight_bytes), human_bytes(memory.grad_bytes),
-                                 human_bytes(memory.optimizer_bytes)};
+    std::vector<std::string> row{str(rank), human_bytes(memory.weight_bytes)};
+    if (bf16) row.push_back(human_bytes(memory.weight_copy_bytes));
+    row.insert(row.end(), {human_bytes(memory.grad_bytes), human_bytes(memory.optimizer_bytes)});
     if (zero1) row.push_back(human_bytes(memory.zero1_bytes));
     row.insert(row.end(), {human_bytes(memory.activation_bytes_per_microbatch),
                            count_text(memory.in_flight_microbatches), human_bytes(memory.activation_bytes()),

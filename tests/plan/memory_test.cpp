@@ -141,6 +141,20 @@ TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
   EXPECT_EQ(memory.total_bytes(), 4 * weights + 4 * 3648 + memory.workspace_bytes);
 }
 
+// Under bf16 the products read a bf16 copy of the weights (ParamStore::keep_bf16_copy): 2 more bytes
+// per parameter; no copy in fp32 or TF32.
+TEST(Memory, Bf16AddsTheWeightsCopy) {
+  Deck deck;
+  deck.model = tiny();
+  const auto stages = partition_layers(deck.model, deck.parallel);
+  const RankMemory fp32 = rank_memory(deck, stages, 0);
+  EXPECT_EQ(fp32.weight_copy_bytes, 0);
+  deck.train.precision = MatmulPrecision::bf16;
+  const RankMemory bf16 = rank_memory(deck, stages, 0);
+  EXPECT_EQ(bf16.weight_copy_bytes, 2 * total_params(deck.model));
+  EXPECT_EQ(bf16.total_bytes(), fp32.total_bytes() + 2 * total_params(deck.model));
+}
+
 TEST(Memory, ZeroOneShardsAdamAndAddsTheReducedGradientPieces) {
   Deck deck;
   deck.model = tiny();

@@ -395,10 +395,16 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   store_rows<HD>(t.dv + kv_first, t.kv_ld, key0, t.T, scores, 1.0f);
 }
 
-template <class Kernel>
-void launch(Kernel kernel, int smem_bytes, dim3 grid, const Tensors& t, cudaStream_t stream) {
-  TRIDENT_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  kernel<<<grid, kThreads, smem_bytes, stream>>>(t);
+// Kernel on `grid` with `bytes` of shared memory; the limit above 48 KB is raised once per kernel
+// (on the device current at the first launch), not at every launch.
+template <void (*Kernel)(Tensors), int bytes>
+void launch(dim3 grid, const Tensors& t, cudaStream_t stream) {
+  static const bool raised = [] {
+    TRIDENT_GPU_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return true;
+  }();
+  (void)raised;
+  Kernel<<<grid, kThreads, bytes, stream>>>(t);
   TRIDENT_GPU_CHECK(cudaGetLastError());
 }
 
@@ -406,17 +412,17 @@ int tiles(int T) { return (T + kTile - 1) / kTile; }
 
 template <int HD>
 void forward(const Tensors& t, int B, cudaStream_t stream) {
-  launch(flash_forward<HD>, Smem<HD>::forward, dim3(tiles(t.T), t.heads, B), t, stream);
+  launch<flash_forward<HD>, Smem<HD>::forward>(dim3(tiles(t.T), t.heads, B), t, stream);
 }
 
 template <int HD>
 void query_grads(const Tensors& t, int B, cudaStream_t stream) {
-  launch(flash_query_grads<HD>, Smem<HD>::query_grads, dim3(tiles(t.T), t.heads, B), t, stream);
+  launch<flash_query_grads<HD>, Smem<HD>::query_grads>(dim3(tiles(t.T), t.heads, B), t, stream);
 }
 
 template <int HD>
 void key_grads(const Tensors& t, int B, cudaStream_t stream) {
-  launch(flash_key_grads<HD>, Smem<HD>::key_grads, dim3(tiles(t.T), t.kv_heads, B), t, stream);
+  launch<flash_key_grads<HD>, Smem<HD>::key_grads>(dim3(tiles(t.T), t.kv_heads, B), t, stream);
 }
 
 // f<HD>() for the shape's head dimension (flash_attention_supports has checked it is one of these).

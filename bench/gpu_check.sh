@@ -24,8 +24,12 @@
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
 #   gpt2_tf32    trident's default (TF32, its own kernels) against PyTorch tf32-explicit, the
 #                comparison of the first GPU run; gpt2_bf16_plain: bf16 without the two switches
+#   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes (bf16 with both switches;
+#                GPT-2 also in TF32 with the default kernels): the device's milliseconds per kernel
+#                label and per product, and the step's time no kernel covers (OUT/profile_*.json)
 #   the rest     the census with the default kernels, the fused epilogues' TF32 equivalence, NCCL's
 #                collectives on one rank, Llama in bf16 without the two switches
+# GPU_CHECK_STEPS="name ..." runs only the steps named (a second, shorter lease).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 kit_file="$(realpath "${1:-$repo/gpu-kit.tar.xz}")"
@@ -58,6 +62,7 @@ step() {
   shift 2
   local variables=()
   while [[ "${1:-}" == [A-Z_]*=* ]]; do variables+=("$1"); shift; done
+  if [ -n "${GPU_CHECK_STEPS:-}" ] && [[ " $GPU_CHECK_STEPS " != *" $name "* ]]; then return 0; fi
   if (( SECONDS + expected > deadline )); then
     echo "| $name | skipped (would end after the ${deadline} s deadline) | 0 |" >> "$summary"
     return 0
@@ -99,8 +104,19 @@ census() {
   "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
     --set parallel.dp=1 --set schedule.microbatches=1 --set model.layers=12 "$@"
 }
-export kit repo python
-export -f node_check equivalence bench census
+# profile NAME DECK SETTING...: one step timed on the device at a benchmark's shape, into OUT/profile_NAME.json.
+profile() {
+  local name="$1" deck="$2"; shift 2
+  local args=(--set parallel.tp=1 --set parallel.pp=1 --set parallel.dp=1 --set schedule.microbatches=1)
+  for setting in "$@"; do args+=(--set "$setting"); done
+  "$kit/bin/step_census" "$repo/input_decks/$deck" --time "${args[@]}" | tee "$out/profile_$name.json"
+}
+gpt2_shape=(model.layers=12 model.d_model=768 model.heads=12 model.vocab=50304 model.seq_len=1024
+            schedule.micro_batch_size=8)
+llama_shape=(model.layers=16 model.d_model=2048 model.heads=32 model.kv_heads=8 model.ffn_hidden=8192
+             model.vocab=128256 model.tie_embeddings=true model.seq_len=4096)
+export kit repo python out
+export -f node_check equivalence bench census profile
 fast=(TRIDENT_FLASH_ATTENTION=1 TRIDENT_FUSED_EPILOGUES=1)
 llama_batch=4
 
@@ -114,11 +130,15 @@ step gpt2 100 "${fast[@]}" bench --configs gpt2-1024 --precision bf16 --torch bf
 step llama_1b 130 "${fast[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
   --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
 step census_flash 20 TRIDENT_FLASH_ATTENTION=1 census --set train.precision=bf16
+step profile_gpt2_bf16 20 "${fast[@]}" profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
+step profile_llama_1b_bf16 40 "${fast[@]}" profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
+  schedule.micro_batch_size="$llama_batch" train.precision=bf16
 step unit_kernels 40 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"
 step gpt2_tf32 45 bench --configs gpt2-1024 --torch tf32-explicit --json "$out/gpt2_tf32.json"
 step gpt2_bf16_plain 25 bench --configs gpt2-1024 --precision bf16 --torch none
 step census 20 census
+step profile_gpt2_tf32 20 profile gpt2_tf32 tiny.toml "${gpt2_shape[@]}"
 step equivalence_fused 40 TRIDENT_FUSED_EPILOGUES=1 equivalence -k "not grid and not bf16"
 step libraries_nccl 15 "$kit/bin/mpirun" -n 1 "$kit/libexec/trident_gpu_mpi_tests" \
   "--gtest_filter=-*PointToPoint*:NcclPipelineCommTest.*"

@@ -3,7 +3,7 @@
 // label, matrix products (one gemm() or gemm_strided_batched() each: one cuBLAS call on the GPU),
 // the host's waits for the device, and device allocations. Step 1 is left out: buffers that grow on
 // first use (the activation arena, operand scratch) grow there. Prints one JSON object.
-//   build/cpu/bench/step_census DECK [--set section.key=value ...]
+//   build/cpu/bench/step_census DECK [--time] [--set section.key=value ...]
 //   mpirun -n N build/cpu/bench/step_census DECK ...   (grids: world rank 0's counts)
 // Per layer: the kernels and products of the layers' forward, backward and weight-gradient regions,
 // divided by the layer backwards run (layers on the rank × micro-batches). Kernels launched inside a
@@ -12,22 +12,34 @@
 // the others (epilogue_launches_per_layer). A host wait is a fence (wait_for_device), a
 // reduction read on the host, an event waited on, or a deep copy (Kokkos' deep_copy without an
 // execution space fences before and after, on the CPU build too, where it costs nothing).
+//
+// --time also times the second step on the device (kernels/device_clock.hpp: CUDA events on the
+// compute stream, each kernel and product bracketed; on the CPU build, where work runs as it is
+// launched, the host clock): milliseconds per kernel label and per product (named by its region and
+// its place in it, "layer_forward #01" the first product of each layer's forward), and the step's
+// time that no kernel or product covers ("between": the device idle, waiting for the host to queue
+// work). Two events per launch add a few microseconds of host time each, so "between" is an upper
+// bound.
 #include <mpi.h>
 #include <unistd.h>
 
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
 #include "deck/deck.hpp"
+#include "kernels/device_clock.hpp"
 #include "kernels/profile.hpp"
 #include "train/trainer.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
@@ -63,18 +75,93 @@ struct Census {
   }
 };
 
+// A kernel's or product's span of device time, between two marks of the clock.
+struct Span {
+  std::string label;
+  bool product = false, nested = false;  // nested: a kernel inside a product
+  double begin = 0.0, end = 0.0;
+};
+
+// The device times of one step's kernels and products (--time).
+struct StepTimes {
+  std::map<std::string, double> kernel_ms, product_ms;
+  double step_ms = 0.0, kernels_ms = 0.0, products_ms = 0.0;
+};
+
+// Marks of the device clock around every kernel and product of a step, settled at its end.
+struct StepTimer {
+  // Strictly increasing, so that every mark has its own provisional time (DeviceClock::settled).
+  DeviceClock clock{[last = 0.0]() mutable {
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    last = now > last ? now : last + 1e-9;
+    return last;
+  }};
+  std::vector<Span> spans;
+  double step_begin = 0.0;
+  std::string region;       // innermost layer region (short name) or "outside layers"
+  int region_products = 0;  // products so far in the current layer region
+  int open_product = -1;    // index of the product span open now
+
+  void start_step() {
+    spans.clear();
+    region = "outside layers";
+    region_products = 0;
+    step_begin = clock.mark();
+  }
+  std::size_t open(std::string label, bool product) {
+    spans.push_back({std::move(label), product, open_product >= 0 && !product, clock.mark(), 0.0});
+    return spans.size() - 1;
+  }
+  void close(std::size_t span) { spans[span].end = clock.mark(); }
+
+  StepTimes finish_step() {
+    const double step_end = clock.mark();
+    clock.settle();
+    StepTimes times;
+    const auto ms = [&](double from, double to) { return 1e3 * (clock.settled(to) - clock.settled(from)); };
+    times.step_ms = ms(step_begin, step_end);
+    for (const Span& span : spans) {
+      const double length = ms(span.begin, span.end);
+      (span.product ? times.product_ms : times.kernel_ms)[span.label] += length;
+      if (span.product) times.products_ms += length;
+      if (!span.product && !span.nested) times.kernels_ms += length;
+    }
+    return times;
+  }
+};
+
 Census census;
+std::unique_ptr<StepTimer> timer;  // with --time
+StepTimes step_times;
+
+std::string short_region(const char* name) {
+  const std::string text(name);
+  const std::size_t colons = text.rfind(':');
+  return colons == std::string::npos ? text : text.substr(colons + 1);
+}
 
 void on_push(const char* name) {
   census.regions.emplace_back(name);
   if (!census.in_step && std::strcmp(name, kStepRegion) == 0) {
     census.in_step = true;
     census.current = {};
+    if (timer) timer->start_step();
   }
   if (!census.in_step) return;
+  const bool layer_region = std::strcmp(name, kLayerForwardRegion) == 0 ||
+                            std::strcmp(name, kLayerBackwardRegion) == 0 || std::strcmp(name, kLayerWeightGradRegion) == 0;
+  if (timer && layer_region) {
+    timer->region = short_region(name);
+    timer->region_products = 0;
+  }
   if (std::strcmp(name, kProductRegion) == 0) {
     census.current.products++;
     if (census.in_layer()) census.current.layer_products++;
+    if (timer) {
+      const std::string where = census.in_layer() ? timer->region : "outside layers";
+      const int place = census.in_layer() ? ++timer->region_products : 0;  // "#01": names sort in order
+      timer->open_product = static_cast<int>(timer->open(place ? where + (place < 10 ? " #0" : " #") + std::to_string(place) : where, true));
+    }
   }
   if (std::strcmp(name, kLayerBackwardRegion) == 0) census.current.layer_backwards++;
 }
@@ -85,20 +172,30 @@ void on_pop() {
     census.in_step = false;
     census.finished = census.current;
     census.steps++;
+    if (timer) step_times = timer->finish_step();
+  }
+  if (timer && census.in_step && census.regions.back() == kProductRegion && timer->open_product >= 0) {
+    timer->close(static_cast<std::size_t>(timer->open_product));
+    timer->open_product = -1;
   }
   census.regions.pop_back();
 }
 
+// A kernel's id is its span's index + 1 (0: not timed).
 void on_kernel(const char* label, const std::uint32_t, std::uint64_t* id) {
   *id = 0;
   if (!census.in_step) return;
   const bool in_product = census.inside(kProductRegion);
-  census.current.kernels[(in_product ? "gemm/" : "") + std::string(label)]++;
+  const std::string name = (in_product ? "gemm/" : "") + std::string(label);
+  census.current.kernels[name]++;
   if (census.in_layer()) (in_product ? census.current.layer_epilogue_kernels : census.current.layer_kernels)++;
   if (census.inside(kOptimizerRegion)) census.current.optimizer_kernels++;
+  if (timer) *id = timer->open(name, false) + 1;
 }
 
-void on_kernel_end(std::uint64_t) {}
+void on_kernel_end(std::uint64_t id) {
+  if (timer && census.in_step && id > 0) timer->close(id - 1);
+}
 
 void on_event(const char* name) {
   const std::size_t prefix = std::strlen(kHostWaitEvent);
@@ -149,6 +246,24 @@ std::string json_counts(const std::map<std::string, long>& counts) {
 
 double per(long count, long layers) { return layers > 0 ? static_cast<double>(count) / layers : 0.0; }
 
+std::string json_milliseconds(const std::map<std::string, double>& times) {
+  std::ostringstream out;
+  out << std::setprecision(10) << "{";
+  for (const auto& [name, ms] : times) out << (out.tellp() > 1 ? ", " : "") << quoted(name) << ": " << ms;
+  out << "}";
+  return out.str();
+}
+
+std::string json_times(const StepTimes& times) {
+  std::ostringstream out;
+  out << std::setprecision(10) << ", \"device_ms\": {\"step\": " << times.step_ms << ", \"kernels\": " << times.kernels_ms
+      << ", \"products\": " << times.products_ms
+      << ", \"between\": " << times.step_ms - times.kernels_ms - times.products_ms
+      << "}, \"kernel_ms\": " << json_milliseconds(times.kernel_ms)
+      << ", \"product_ms\": " << json_milliseconds(times.product_ms);
+  return out.str();
+}
+
 void print_json(const Deck& deck, const StepCounts& step) {
   const long kernels = total(step.kernels);
   std::ostringstream out;
@@ -163,17 +278,22 @@ void print_json(const Deck& deck, const StepCounts& step) {
       << ", \"host_syncs_in_step\": " << total(step.host_waits)
       << ", \"allocations_in_step\": " << total(step.allocations) << ", \"kernels\": " << json_counts(step.kernels)
       << ", \"host_syncs\": " << json_counts(step.host_waits) << ", \"allocations\": " << json_counts(step.allocations)
-      << "}\n";
+      << (timer ? json_times(step_times) : "") << "}\n";
   std::cout << out.str();
 }
 
 // The deck as given, run for two steps into a scratch directory, from scratch.
 Deck census_deck(int argc, char** argv, const std::string& output_dir) {
-  if (argc < 2 || argv[1][0] == '-') throw InputError("usage: step_census DECK [--set section.key=value ...]");
+  if (argc < 2 || argv[1][0] == '-') throw InputError("usage: step_census DECK [--time] [--set section.key=value ...]");
   std::vector<std::string> overrides;
   for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--time") == 0) {
+      timer = std::make_unique<StepTimer>();
+      continue;
+    }
     if (std::strcmp(argv[i], "--set") != 0 || i + 1 >= argc)
-      throw InputError(std::string("step_census: unknown argument '") + argv[i] + "' (expected --set section.key=value)");
+      throw InputError(std::string("step_census: unknown argument '") + argv[i] +
+                       "' (expected --time or --set section.key=value)");
     overrides.emplace_back(argv[++i]);
   }
   for (const char* forced : {"train.steps=2", "checkpoint.every=0", "checkpoint.resume=none"})
@@ -223,6 +343,7 @@ int main(int argc, char** argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     if (ranks > 1) MPI_Abort(MPI_COMM_WORLD, code);  // the other ranks may wait in a collective
   }
+  trident::timer.reset();  // its CUDA events before the context goes
   Kokkos::finalize();
   MPI_Finalize();
   return code;

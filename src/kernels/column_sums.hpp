@@ -145,7 +145,7 @@ template <std::size_t K, class Body>
 void rows_with_column_sums(const char* label, int rows, int columns, const Destinations<K>& into,
                            const ColumnSumScratch& scratch, const Body& body) {
   const int teams = kColumnSumTeams;
-  Kokkos::parallel_for(label, Kokkos::TeamPolicy<ExecSpace>(teams, kRowTeamThreads), KOKKOS_LAMBDA(const RowTeam& team) {
+  Kokkos::parallel_for(label, row_team_policy(teams), KOKKOS_LAMBDA(const RowTeam& team) {
     const int t = team.league_rank(), block = (rows + teams - 1) / teams;
     const int first = t * block, end = first + block < rows ? first + block : rows;
     float* mine = scratch.partials + static_cast<long>(t) * K * columns;

@@ -30,10 +30,23 @@ inline constexpr int kRowTeamThreads = 256;
 inline constexpr int kRowTeamThreads = 1;  // the helpers' host loops assume a team of one
 #endif
 
+// Kokkos' CUDA backend (4.x) gives each team launch its level-1 scratch from a pool and, while the
+// pool holds nothing, allocates it anew (with zero bytes) at every launch: a cudaMalloc per launch,
+// which a CUDA graph capture refuses. One launch that asks for a few bytes sizes the pool for good;
+// the first row-team policy makes it (a no-op on the CPU build).
+void size_team_scratch_pool();
+
+// `teams` teams of kRowTeamThreads: every team launch in trident takes its policy from here.
+inline Kokkos::TeamPolicy<ExecSpace> row_team_policy(int teams) {
+  static const bool pool_sized = (size_team_scratch_pool(), true);
+  (void)pool_sized;
+  return Kokkos::TeamPolicy<ExecSpace>(teams, kRowTeamThreads);
+}
+
 // body(team, r) for every row r < rows.
 template <class Body>
 void for_each_row(const char* label, int rows, const Body& body) {
-  Kokkos::parallel_for(label, Kokkos::TeamPolicy<ExecSpace>(rows, kRowTeamThreads),
+  Kokkos::parallel_for(label, row_team_policy(rows),
                        KOKKOS_LAMBDA(const RowTeam& team) { body(team, team.league_rank()); });
 }
 
@@ -42,7 +55,7 @@ template <class Body>
 double sum_over_rows(const char* label, int rows, const Body& body) {
   double total = 0.0;
   Kokkos::parallel_reduce(
-      label, Kokkos::TeamPolicy<ExecSpace>(rows, kRowTeamThreads),
+      label, row_team_policy(rows),
       KOKKOS_LAMBDA(const RowTeam& team, double& sum) {
         const double row_value = body(team, team.league_rank());
         if (team.team_rank() == 0) sum += row_value;
@@ -57,7 +70,7 @@ double sum_over_rows(const char* label, int rows, const Body& body) {
 template <class Body>
 void sum_over_rows_into(const char* label, int rows, const Body& body, double* total) {
   Kokkos::parallel_reduce(
-      label, Kokkos::TeamPolicy<ExecSpace>(rows, kRowTeamThreads),
+      label, row_team_policy(rows),
       KOKKOS_LAMBDA(const RowTeam& team, double& sum) {
         const double row_value = body(team, team.league_rank());
         if (team.team_rank() == 0) sum += row_value;

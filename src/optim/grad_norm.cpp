@@ -8,7 +8,7 @@ void sum_of_squares(double* total, const ElementRuns& runs, const float* data) {
   const auto table = runs.device();
   const Kokkos::View<double, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> result(total);
   Kokkos::parallel_reduce(
-      "sum_of_squares", Kokkos::TeamPolicy<ExecSpace>(static_cast<int>(runs.size()), kRowTeamThreads),
+      "sum_of_squares", row_team_policy(static_cast<int>(runs.size())),
       KOKKOS_LAMBDA(const RowTeam& team, double& sum) {
         const ElementRun run = table(team.league_rank());
         const float* x = data + run.local;

@@ -22,8 +22,8 @@ ONE_RANK = ["parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "schedule.microba
 B = 4
 
 
-def census(family, layers, *settings, ranks=1):
-    command = [CENSUS, os.path.join(DECKS, DECK[family])]
+def census(family, layers, *settings, ranks=1, time=False):
+    command = [CENSUS, os.path.join(DECKS, DECK[family])] + (["--time"] if time else [])
     for setting in ONE_RANK + [f"model.layers={layers}", *settings]:
         command += ["--set", setting]
     if ranks > 1:
@@ -112,3 +112,20 @@ def test_zero1_optimizer_is_one_update_and_one_norm():
     assert counts["kernels"]["adamw"] == 1
     assert counts["kernels"]["sum_of_squares"] == 1
     assert counts["optimizer_launches"] == 2
+
+
+def test_time_covers_every_kernel_and_product_within_the_step():
+    """--time: each launched kernel label and each product of a layer timed, inside the step's time."""
+    counted = census("gpt2", 2)
+    timed = census("gpt2", 2, time=True)
+    assert set(timed["kernel_ms"]) == set(counted["kernels"])
+    assert all(ms >= 0 for ms in timed["kernel_ms"].values())
+    # The products named by region and place: four linear layers forward (c_attn, c_proj, c_fc,
+    # mlp c_proj), two attention products per sequence (T inside one tile, all heads one batch).
+    forward = sorted(name for name in timed["product_ms"] if name.startswith("layer_forward"))
+    assert forward == [f"layer_forward #{i:02d}" for i in range(1, 4 + 2 * B + 1)]
+    device = timed["device_ms"]
+    assert device["step"] > 0
+    assert device["kernels"] + device["products"] <= device["step"] * (1 + 1e-6)
+    assert device["between"] == pytest.approx(device["step"] - device["kernels"] - device["products"])
+    assert device["products"] == pytest.approx(sum(timed["product_ms"].values()))

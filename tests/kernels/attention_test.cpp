@@ -201,12 +201,13 @@ TEST(TiledAttention, MatchesExplicitOnMultiHeadAttentionOverSeveralTiles) {
 TEST(TiledAttention, BackwardMatchesFiniteDifferences) { expect_grouped_query_gradients(AttentionKernel::tiled); }
 
 // What the tiled kernel keeps is linear in T: one log-sum-exp per (sequence, head, position), and
-// its scratch does not grow with T² either: two [heads, 128 queries, 512 keys] tiles on the CPU build
-// and a statistic per (sequence, head, position).
+// its scratch does not grow with T² either: two [heads, query tile, key tile] tiles (128 × 512 on the
+// CPU build, 1024 × 1024 on the GPU build) and a statistic per (sequence, head, position).
 TEST(TiledAttention, SavesOneValuePerRowAndScratchLinearInT) {
   const AttentionShape shape{2, 4096, 12, 4, 64, 0, 0, 0, AttentionKernel::tiled};
   EXPECT_EQ(attention_saved_floats(shape), 2u * 12 * 4096);
-  EXPECT_EQ(attention_scratch_floats(shape), 12u * 2 * 128 * 512 + 2u * 12 * 4096);
+  const std::size_t tile = std::size_t{kAttentionQueryTile} * kAttentionKeyTile;
+  EXPECT_EQ(attention_scratch_floats(shape), 12u * 2 * tile + 2u * 12 * 4096);
   AttentionShape explicit_shape = shape;
   explicit_shape.kernel = AttentionKernel::explicit_probabilities;
   EXPECT_EQ(attention_saved_floats(explicit_shape), 2u * 12 * 4096 * 4096);

@@ -17,18 +17,19 @@
 
 namespace trident {
 
-// The cuBLAS handle (on the stream Kokkos' kernels run on) and the bf16 operand copies; and, where
-// TRIDENT_FUSED_EPILOGUES=1 asks for it, cuBLASLt with the epilogues fused into the products (not
-// yet run on a GPU: a GPU check must show it equal to the default before it becomes the default).
+// The cuBLAS handle (on the stream Kokkos' kernels run on) and the bf16 operand copies; and
+// cuBLASLt with the epilogues fused into the products, the default since a GPU check showed it equal
+// to the CPU build (bench/README "GPU runs"), unless TRIDENT_FUSED_EPILOGUES=0 asks for the
+// epilogues' own kernels around cuBLAS.
 struct GemmContext::Library {
   CublasGemm cublas{ExecSpace().cuda_stream()};
   OperandScratch scratch;
   EpilogueScratch epilogue;
-  std::unique_ptr<CublasLtGemm> fused = fused_epilogues_asked() ? std::make_unique<CublasLtGemm>(ExecSpace().cuda_stream())
-                                                                : nullptr;
-  static bool fused_epilogues_asked() {
+  std::unique_ptr<CublasLtGemm> fused = fused_epilogues_on() ? std::make_unique<CublasLtGemm>(ExecSpace().cuda_stream())
+                                                             : nullptr;
+  static bool fused_epilogues_on() {
     const char* value = std::getenv("TRIDENT_FUSED_EPILOGUES");
-    return value && std::string(value) == "1";
+    return !value || std::string(value) != "0";
   }
 };
 
@@ -43,13 +44,35 @@ GemmMath fp32_math(const GemmContext& context) {
   return context.precision() == MatmulPrecision::fp32 ? GemmMath::fp32 : GemmMath::tf32;
 }
 
+// Two elements' bf16 bits in one word, the first in the low half (memory order).
+KOKKOS_INLINE_FUNCTION unsigned bf16_pair(float first, float second) {
+  return static_cast<unsigned>(bf16_bits(first)) | static_cast<unsigned>(bf16_bits(second)) << 16;
+}
+
+// out[0, n) = x[0, n) as bf16 bits, in one launch: eight elements a thread, read and written 16
+// bytes at a time where both are 16-byte aligned (a scalar launch ran at a fifth of the memory's
+// bandwidth on an H200), the rest one at a time.
+void round_to_bf16(std::uint16_t* out, const float* x, long n) {
+  const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  const long groups = aligned ? n / 8 : 0, rest = n - 8 * groups;
+  Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, groups + rest), KOKKOS_LAMBDA(long i) {
+    if (i < groups) {
+      const float4 a = reinterpret_cast<const float4*>(x)[2 * i], b = reinterpret_cast<const float4*>(x)[2 * i + 1];
+      reinterpret_cast<uint4*>(out)[i] =
+          make_uint4(bf16_pair(a.x, a.y), bf16_pair(a.z, a.w), bf16_pair(b.x, b.y), bf16_pair(b.z, b.w));
+    } else {
+      const long j = 8 * groups + (i - groups);
+      out[j] = bf16_bits(x[j]);
+    }
+  });
+}
+
 // x[0, n) rounded to bf16 (nearest, ties to even): the kept copy where x lies in its buffer (the
 // weights), else a copy made in operand scratch `slot`.
 const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, const float* x, long n) {
   if (const std::uint16_t* kept = context.bf16_copy().of(x, n)) return reinterpret_cast<const __nv_bfloat16*>(kept);
   std::uint16_t* out = context.library().scratch.halves(slot, n);
-  Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
-                       KOKKOS_LAMBDA(long i) { out[i] = bf16_bits(x[i]); });
+  round_to_bf16(out, x, n);
   return reinterpret_cast<const __nv_bfloat16*>(out);
 }
 

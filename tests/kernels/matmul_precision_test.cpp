@@ -54,10 +54,12 @@ TEST(MatmulPrecision, AutomaticIsFp32OnTheCpuBuild) {
 struct Product {
   static constexpr int m = 13, n = 9, k = 21, ld = k + 3;
   FloatBuffer a = random_buffer(2 * m * ld, 1), b = random_buffer(2 * n * ld, 2);
-  std::vector<float> single(MatmulPrecision precision) {
+  // A from element `offset` of its buffer (1: not 16-byte aligned, which the GPU build's operand
+  // rounding handles apart).
+  std::vector<float> single(MatmulPrecision precision, int offset = 0) {
     GemmContext context(precision);
     FloatBuffer c("c", m * n);
-    gemm(context, false, true, m, n, k, 1.0f, a.data(), ld, b.data(), ld, 0.0f, c.data(), n);
+    gemm(context, false, true, m, n, k, 1.0f, a.data() + offset, ld, b.data(), ld, 0.0f, c.data(), n);
     return to_host(c);
   }
   std::vector<float> batched(MatmulPrecision precision) {
@@ -96,9 +98,11 @@ TEST(MatmulPrecision, ReducedPrecisionMultipliesTheRoundedInputsInFp32) {
   for (const auto& [precision, dropped] : kReduced) {
     Product product;
     const std::vector<float> reduced = product.single(precision), reduced_batch = product.batched(precision);
+    const std::vector<float> reduced_unaligned = product.single(precision, 1);
     EXPECT_NE(reduced, product.single(MatmulPrecision::fp32)) << dropped << " bits: the inputs were not rounded";
     product.round_inputs(dropped);
     expect_same_product(reduced, product.single(MatmulPrecision::fp32), word_of(precision).c_str());
+    expect_same_product(reduced_unaligned, product.single(MatmulPrecision::fp32, 1), word_of(precision).c_str());
     expect_same_product(reduced_batch, product.batched(MatmulPrecision::fp32), word_of(precision).c_str());
   }
 }

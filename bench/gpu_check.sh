@@ -6,27 +6,29 @@
 # before the deadline (GPU_CHECK_SECONDS, default 480) is skipped and says so: a lease of a few
 # minutes still brings back the figures that matter. Writes OUT/gpu_check.md (the summary, also
 # printed last), OUT/gpu_check.log (every step's output, appended as each ends) and the benchmarks'
-# JSON: five files, within what a device lease brings back.
+# JSON: eight files at most, within what a device lease brings back.
 #   bash bench/gpu_check.sh [KIT] [OUT]     (defaults: gpu-kit.tar.xz, $OUT or gpu-check-out)
 # Steps, in the order they run (the GPU build's defaults: cuBLASLt's fused epilogues, and under bf16
-# our flash-attention kernels; "plain" is TRIDENT_FUSED_EPILOGUES=0 TRIDENT_FLASH_ATTENTION=0):
+# our flash-attention kernels; "plain" is TRIDENT_FUSED_EPILOGUES=0 TRIDENT_FLASH_ATTENTION=0; "next"
+# the candidates for the next defaults, not run on a GPU before: TRIDENT_FLASH_VERSION=2
+# TRIDENT_WARP_ROWS=1):
 #   node         nvidia-smi; every library of the kit's executables resolves
 #   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS, our flash-attention kernels against the
-#                CPU build's tiled attention (bf16)
+#                CPU build's tiled attention (bf16); libraries_next: version 2 of the flash kernels
 #   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4,
 #                and tp 2 x pp 2 on the one GPU (parallel.share_device) against one rank, 1e-4;
-#                equivalence_plain: the same without the two
+#                equivalence_next and (later) equivalence_plain: the same with "next", without the two
 #   gpt2         GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
-#                bf16-sdpa-compile (issue 36's target)
+#                bf16-sdpa-compile (issue 36's target); gpt2_next: trident with "next"
 #   llama_1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
 #   census       bench/step_census on the GPU build in bf16: one step's launches, products and host waits
-#   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16 (GPT-2 also in
-#                TF32): the device's milliseconds per kernel label and per product, and the step's
-#                time no kernel covers (OUT/profile_*.json)
-#   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
-#   gpt2_tf32    trident in TF32 against PyTorch tf32-explicit, the comparison of the first GPU run;
-#                gpt2_bf16_plain: bf16 without the two
-#   the rest     the census in TF32, NCCL's collectives on one rank, Llama in bf16 without the two
+#   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16, with "next" and
+#                without: the device's milliseconds per kernel label and per product, and the
+#                step's time no kernel covers (OUT/profile_*.json)
+#   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0); the
+#                kernel tests also with the row kernels a warp per row
+#   the rest     GPT-2 in TF32 against PyTorch tf32-explicit (the first GPU run's comparison) and in
+#                bf16 "plain", the census in TF32, NCCL's collectives on one rank, Llama "plain"
 # GPU_CHECK_STEPS="name ..." runs only the steps named (a second, shorter lease).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -116,26 +118,34 @@ llama_shape=(model.layers=16 model.d_model=2048 model.heads=32 model.kv_heads=8 
 export kit repo python out
 export -f node_check equivalence bench census profile
 plain=(TRIDENT_FLASH_ATTENTION=0 TRIDENT_FUSED_EPILOGUES=0)
+next=(TRIDENT_FLASH_VERSION=2 TRIDENT_WARP_ROWS=1)
 llama_batch=4
 
 step node 10 node_check
 [ "$(gpu_memory_gib)" -lt 100 ] && llama_batch=2
 step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests"
+step libraries_next 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
 step equivalence 60 equivalence
-step equivalence_plain 60 "${plain[@]}" equivalence
+step equivalence_next 60 "${next[@]}" equivalence
 step gpt2 100 bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile --json "$out/gpt2.json"
+step gpt2_next 25 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
 step llama_1b 130 bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
   --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
+step llama_1b_next 40 "${next[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
 step census 20 census --set train.precision=bf16
+step profile_gpt2_bf16_next 20 "${next[@]}" profile gpt2_bf16_next tiny.toml "${gpt2_shape[@]}" train.precision=bf16
+step profile_llama_1b_bf16_next 40 "${next[@]}" profile llama_1b_bf16_next llama-tiny.toml "${llama_shape[@]}" \
+  schedule.micro_batch_size="$llama_batch" train.precision=bf16
 step profile_gpt2_bf16 20 profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
 step profile_llama_1b_bf16 40 profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
   schedule.micro_batch_size="$llama_batch" train.precision=bf16
+step unit_kernels_next 30 TRIDENT_WARP_ROWS=1 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_kernels 40 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"
-step gpt2_tf32 45 bench --configs gpt2-1024 --torch tf32-explicit --json "$out/gpt2_tf32.json"
+step equivalence_plain 60 "${plain[@]}" equivalence
+step gpt2_tf32 45 bench --configs gpt2-1024 --torch tf32-explicit
 step gpt2_bf16_plain 25 "${plain[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
 step census_tf32 20 census
-step profile_gpt2_tf32 20 profile gpt2_tf32 tiny.toml "${gpt2_shape[@]}"
 step libraries_nccl 15 "$kit/bin/mpirun" -n 1 "$kit/libexec/trident_gpu_mpi_tests" \
   "--gtest_filter=-*PointToPoint*:NcclPipelineCommTest.*"
 step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
@@ -143,7 +153,7 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
 {
   echo
   echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 llama_1b gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
+  for name in gpt2 gpt2_next llama_1b llama_1b_next gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name"

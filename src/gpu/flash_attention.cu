@@ -5,12 +5,21 @@
 // tile in shared memory, where the warp's 32 lanes do the softmax row by row (a row's 64 columns,
 // two per lane, reduced by shuffles). The exponentials are base 2 on scores pre-multiplied by
 // log2(e)·scale, as FlashAttention does. Rows past T are computed on zeros and never written.
+//
+// Two versions of the kernels, a template parameter V: 1 as an H200 first ran them (2026-11-27:
+// equal to the tiled kernel, 28-54 TFLOP/s), and 2 (TRIDENT_FLASH_VERSION=2; not run on a GPU yet)
+// with what that run's profile pointed at: a tile's 16-byte loads all issued before the first is
+// converted (version 1 waits for each load in turn: a branch per row past T), and forward's
+// softmax a row's half per lane, the warp's 16 rows at once (version 1 walks them one after
+// another, two shuffle reductions each).
 #include <cuda_bf16.h>
 #include <mma.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "gpu/cuda_check.hpp"
 #include "gpu/flash_attention.hpp"
@@ -81,17 +90,50 @@ __device__ float warp_sum(float x) {
 }
 
 // Rows [first, first + 64) of an fp32 tensor (HD columns from `src`, rows `ld` floats apart) into
-// a bf16 tile, rows past T as zeros. The block's threads share it, four floats each at a time.
+// a bf16 tile, rows past T as zeros. The block's threads share it, four floats each at a time;
+// version 2 issues up to eight of a thread's loads before converting any (a row past T reads row
+// T − 1 and drops it), version 1 one load at a time.
 template <int HD>
+__device__ void store_bf16(bf16* tile, int i, float4 x) {
+  constexpr int chunks = HD / 4;
+  __nv_bfloat162* to = reinterpret_cast<__nv_bfloat162*>(tile + (i / chunks) * Smem<HD>::ld + 4 * (i % chunks));
+  to[0] = __floats2bfloat162_rn(x.x, x.y);
+  to[1] = __floats2bfloat162_rn(x.z, x.w);
+}
+
+template <int HD, int V>
 __device__ void load_tile(bf16* tile, const float* __restrict__ src, long ld, int first, int T) {
   constexpr int chunks = HD / 4;
-  for (int i = threadIdx.x; i < kTile * chunks; i += kThreads) {
-    const int row = i / chunks, column = 4 * (i % chunks);
-    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (first + row < T) x = __ldg(reinterpret_cast<const float4*>(src + (first + row) * ld + column));
-    __nv_bfloat162* to = reinterpret_cast<__nv_bfloat162*>(tile + row * Smem<HD>::ld + column);
-    to[0] = __floats2bfloat162_rn(x.x, x.y);
-    to[1] = __floats2bfloat162_rn(x.z, x.w);
+  if constexpr (V == 1) {
+    for (int i = threadIdx.x; i < kTile * chunks; i += kThreads) {
+      const int row = i / chunks, column = 4 * (i % chunks);
+      float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (first + row < T) x = __ldg(reinterpret_cast<const float4*>(src + (first + row) * ld + column));
+      __nv_bfloat162* to = reinterpret_cast<__nv_bfloat162*>(tile + row * Smem<HD>::ld + column);
+      to[0] = __floats2bfloat162_rn(x.x, x.y);
+      to[1] = __floats2bfloat162_rn(x.z, x.w);
+    }
+  } else {
+    // One batch of loads up to HD 64 (8 a thread); at HD 96 and 128, where dK and dV's accumulators
+    // fill the registers, batches of 6 and 4, one after another (unrolled, they spilled).
+    constexpr int per_thread = kTile * chunks / kThreads;  // 2, 4, 8, 12, 16 for HD 16 … 128
+    constexpr int batch = HD == 96 ? 6 : HD == 128 ? 4 : per_thread;
+    static_assert(kTile * chunks % kThreads == 0 && per_thread % batch == 0, "whole batches of loads");
+#pragma unroll 1
+    for (int j0 = 0; j0 < per_thread; j0 += batch) {
+      float4 x[batch];
+#pragma unroll
+      for (int j = 0; j < batch; ++j) {
+        const int i = threadIdx.x + (j0 + j) * kThreads, row = first + i / chunks;
+        const int kept = row < T ? row : T - 1;
+        x[j] = __ldg(reinterpret_cast<const float4*>(src + kept * ld + 4 * (i % chunks)));
+      }
+#pragma unroll
+      for (int j = 0; j < batch; ++j) {
+        const int i = threadIdx.x + (j0 + j) * kThreads;
+        store_bf16<HD>(tile, i, first + i / chunks < T ? x[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+      }
+    }
   }
 }
 
@@ -166,6 +208,89 @@ struct SharedPieces {
   }
 };
 
+// A warp's online-softmax step over one key tile (forward): its 16 rows' scores (fp32, scaled here)
+// become probabilities (bf16, for P · V), the rows' running maximum and sum take the tile in, and
+// the output accumulator is rescaled to the new maximum. Key k0 is always visible to every row (k0
+// <= q0 <= the row's position), so each new maximum is finite.
+struct SoftmaxTile {
+  const float* scores;
+  bf16* probs;
+  float *acc, *row_max, *row_sum;
+  int k0, row0, T;
+  float scale_log2;
+  __device__ float scaled(int r, int column) const {
+    const int key = k0 + column;
+    return key <= row0 + r && key < T ? scores[r * kScoreLd + column] * scale_log2 : -INFINITY;
+  }
+};
+
+// Version 1: row after row, a row's 64 columns two per lane, reduced over the warp.
+template <int HD>
+__device__ void softmax_rows_in_turn(const SoftmaxTile& tile, int lane) {
+  for (int r = 0; r < kWarpRows; ++r) {
+    float s[2], tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      s[j] = tile.scaled(r, lane + 32 * j);
+      tile_max = fmaxf(tile_max, s[j]);
+    }
+    const float new_max = fmaxf(tile.row_max[r], warp_max(tile_max));
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float p = exp2f(s[j] - new_max);
+      sum += p;
+      tile.probs[r * kProbLd + lane + 32 * j] = __float2bfloat16_rn(p);
+    }
+    const float correction = exp2f(tile.row_max[r] - new_max);
+    sum = warp_sum(sum);
+    __syncwarp();  // every lane has read the old statistics
+    if (lane == 0) tile.row_sum[r] = tile.row_sum[r] * correction + sum, tile.row_max[r] = new_max;
+    for (int d = lane; d < HD; d += 32) tile.acc[r * Smem<HD>::acc_ld + d] *= correction;
+  }
+}
+
+// Version 2: the 16 rows at once, lanes 2r and 2r + 1 taking row r's two halves of 32 columns
+// (read 16 bytes at a time, probabilities written 16 bytes at a time), combined by one shuffle.
+template <int HD>
+__device__ void softmax_rows_at_once(const SoftmaxTile& tile, int lane) {
+  constexpr int kHalf = kTile / 2;
+  const int r = lane / 2, first = kHalf * (lane % 2);
+  float s[kHalf], tile_max = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kHalf; ++j) {
+    s[j] = tile.scaled(r, first + j);
+    tile_max = fmaxf(tile_max, s[j]);
+  }
+  const float old_max = tile.row_max[r];
+  const float new_max = fmaxf(old_max, fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1)));
+  float sum = 0.0f;
+  bf16* probs = tile.probs + r * kProbLd + first;
+#pragma unroll
+  for (int j = 0; j < kHalf; j += 8) {
+    __nv_bfloat162 packed[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p0 = exp2f(s[j + 2 * e] - new_max), p1 = exp2f(s[j + 2 * e + 1] - new_max);
+      sum += p0;
+      sum += p1;
+      packed[e] = __floats2bfloat162_rn(p0, p1);
+    }
+    *reinterpret_cast<uint4*>(probs + j) = *reinterpret_cast<const uint4*>(packed);
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  const float correction = exp2f(old_max - new_max);
+  __syncwarp();  // both lanes of the row have read the old statistics
+  if (lane % 2 == 0) tile.row_sum[r] = tile.row_sum[r] * correction + sum, tile.row_max[r] = new_max;
+  float* acc = tile.acc + r * Smem<HD>::acc_ld + (lane % 2) * (HD / 2);
+#pragma unroll
+  for (int d = 0; d < HD / 2; d += 4) {
+    float4 a = *reinterpret_cast<float4*>(acc + d);
+    a.x *= correction, a.y *= correction, a.z *= correction, a.w *= correction;
+    *reinterpret_cast<float4*>(acc + d) = a;
+  }
+}
+
 // Where a block of the forward or dQ launch works: sequence b, query head h of key/value head g,
 // the query tile from q0 (tiles run longest first: the last sees the most keys), and this warp's
 // 16 rows from row0.
@@ -181,7 +306,7 @@ struct QueryTileBlock {
         row0(q0 + warp * kWarpRows) {}
 };
 
-template <int HD>
+template <int HD, int V>
 __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
   using S = Smem<HD>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -199,41 +324,22 @@ __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
   float* acc = shared.take<float>(S::acc);
   const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
 
-  load_tile<HD>(qs, t.q + static_cast<long>(b) * t.T * t.q_ld + h * HD, t.q_ld, q0, t.T);
+  load_tile<HD, V>(qs, t.q + static_cast<long>(b) * t.T * t.q_ld + h * HD, t.q_ld, q0, t.T);
   for (int i = lane; i < kWarpRows * S::acc_ld; i += 32) acc[i] = 0.0f;
   if (lane < kWarpRows) row_max[lane] = -INFINITY, row_sum[lane] = 0.0f;
 
   for (int k0 = 0; k0 <= q0; k0 += kTile) {
     __syncthreads();  // every warp is done with the previous k and v tiles
-    load_tile<HD>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
-    load_tile<HD>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
+    load_tile<HD, V>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
+    load_tile<HD, V>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
     __syncthreads();
     product_with_transpose<HD>(scores, qs + warp * kWarpRows * S::ld, ks);
     __syncwarp();
-    for (int r = 0; r < kWarpRows; ++r) {
-      // Key k0 is always visible (k0 <= q0 <= the row's position), so the new maximum is finite.
-      float s[2], tile_max = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int key = k0 + lane + 32 * j;
-        const bool visible = key <= row0 + r && key < t.T;
-        s[j] = visible ? scores[r * kScoreLd + lane + 32 * j] * t.scale_log2 : -INFINITY;
-        tile_max = fmaxf(tile_max, s[j]);
-      }
-      const float new_max = fmaxf(row_max[r], warp_max(tile_max));
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float p = exp2f(s[j] - new_max);
-        sum += p;
-        probs[r * kProbLd + lane + 32 * j] = __float2bfloat16_rn(p);
-      }
-      const float correction = exp2f(row_max[r] - new_max);
-      sum = warp_sum(sum);
-      __syncwarp();  // every lane has read the old statistics
-      if (lane == 0) row_sum[r] = row_sum[r] * correction + sum, row_max[r] = new_max;
-      for (int d = lane; d < HD; d += 32) acc[r * S::acc_ld + d] *= correction;
-    }
+    const SoftmaxTile tile{scores, probs, acc, row_max, row_sum, k0, row0, t.T, t.scale_log2};
+    if constexpr (V == 1)
+      softmax_rows_in_turn<HD>(tile, lane);
+    else
+      softmax_rows_at_once<HD>(tile, lane);
     __syncwarp();
 #pragma unroll
     for (int n = 0; n < HD / 16; ++n) {  // acc += P · V, block column by block column
@@ -264,7 +370,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
 
 // dQ = scale · dS · K over the key tiles up to the diagonal, dS = P ∘ (dP − D), dP = dO · Vᵀ;
 // writes D = rowsum(dO ∘ O) for the dK, dV launch.
-template <int HD>
+template <int HD, int V>
 __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
   using S = Smem<HD>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -286,8 +392,8 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
   const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
   const long stat_first = (static_cast<long>(b) * t.heads + h) * t.T;
 
-  load_tile<HD>(qs, t.q + q_first, t.q_ld, q0, t.T);
-  load_tile<HD>(dos, t.dout + out_first, t.out_ld, q0, t.T);
+  load_tile<HD, V>(qs, t.q + q_first, t.q_ld, q0, t.T);
+  load_tile<HD, V>(dos, t.dout + out_first, t.out_ld, q0, t.T);
   for (int r = 0; r < kWarpRows; ++r) {
     const int position = row0 + r;
     float partial = 0.0f;
@@ -307,8 +413,8 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
 
   for (int k0 = 0; k0 <= q0; k0 += kTile) {
     __syncthreads();  // every warp is done with the previous k and v tiles (and has written its statistics)
-    load_tile<HD>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
-    load_tile<HD>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
+    load_tile<HD, V>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
+    load_tile<HD, V>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
     __syncthreads();
     product_with_transpose<HD>(scores, qs + warp * kWarpRows * S::ld, ks);
     product_with_transpose<HD>(dprobs, dos + warp * kWarpRows * S::ld, vs);
@@ -330,7 +436,7 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
 
 // dV = Σ Pᵀ · dO and dK = scale · Σ dSᵀ · Q over the query tiles from the diagonal on, for every
 // query head of the key/value head's group: each block owns its 64 keys' gradients (no atomics).
-template <int HD>
+template <int HD, int V>
 __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   using S = Smem<HD>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -351,8 +457,8 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   bf16* dscores = shared.take<bf16>(S::probs);
   const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
 
-  load_tile<HD>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
-  load_tile<HD>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
+  load_tile<HD, V>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
+  load_tile<HD, V>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
   FragAcc dk[HD / 16], dv[HD / 16];
 #pragma unroll
   for (int n = 0; n < HD / 16; ++n) wmma::fill_fragment(dk[n], 0.0f), wmma::fill_fragment(dv[n], 0.0f);
@@ -363,8 +469,8 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
     const long stat_first = (static_cast<long>(b) * t.heads + h) * t.T;
     for (int q0 = k0; q0 < t.T; q0 += kTile) {
       __syncthreads();  // every warp is done with the previous query tile
-      load_tile<HD>(qs, t.q + q_first, t.q_ld, q0, t.T);
-      load_tile<HD>(dos, t.dout + out_first, t.out_ld, q0, t.T);
+      load_tile<HD, V>(qs, t.q + q_first, t.q_ld, q0, t.T);
+      load_tile<HD, V>(dos, t.dout + out_first, t.out_ld, q0, t.T);
       for (int i = threadIdx.x; i < kTile; i += kThreads) {
         const bool inside = q0 + i < t.T;
         lse[i] = inside ? t.log_sum_exp[stat_first + q0 + i] * kLog2e : 0.0f;
@@ -410,19 +516,34 @@ void launch(dim3 grid, const Tensors& t, cudaStream_t stream) {
 
 int tiles(int T) { return (T + kTile - 1) / kTile; }
 
+// The kernels' version (TRIDENT_FLASH_VERSION: 1, the default, or 2), read once.
+int version() {
+  static const int chosen = [] {
+    const char* value = std::getenv("TRIDENT_FLASH_VERSION");
+    return value && std::string(value) == "2" ? 2 : 1;
+  }();
+  return chosen;
+}
+
 template <int HD>
 void forward(const Tensors& t, int B, cudaStream_t stream) {
-  launch<flash_forward<HD>, Smem<HD>::forward>(dim3(tiles(t.T), t.heads, B), t, stream);
+  const dim3 grid(tiles(t.T), t.heads, B);
+  if (version() == 2) return launch<flash_forward<HD, 2>, Smem<HD>::forward>(grid, t, stream);
+  launch<flash_forward<HD, 1>, Smem<HD>::forward>(grid, t, stream);
 }
 
 template <int HD>
 void query_grads(const Tensors& t, int B, cudaStream_t stream) {
-  launch<flash_query_grads<HD>, Smem<HD>::query_grads>(dim3(tiles(t.T), t.heads, B), t, stream);
+  const dim3 grid(tiles(t.T), t.heads, B);
+  if (version() == 2) return launch<flash_query_grads<HD, 2>, Smem<HD>::query_grads>(grid, t, stream);
+  launch<flash_query_grads<HD, 1>, Smem<HD>::query_grads>(grid, t, stream);
 }
 
 template <int HD>
 void key_grads(const Tensors& t, int B, cudaStream_t stream) {
-  launch<flash_key_grads<HD>, Smem<HD>::key_grads>(dim3(tiles(t.T), t.kv_heads, B), t, stream);
+  const dim3 grid(tiles(t.T), t.kv_heads, B);
+  if (version() == 2) return launch<flash_key_grads<HD, 2>, Smem<HD>::key_grads>(grid, t, stream);
+  launch<flash_key_grads<HD, 1>, Smem<HD>::key_grads>(grid, t, stream);
 }
 
 // f<HD>() for the shape's head dimension (flash_attention_supports has checked it is one of these).

@@ -88,10 +88,12 @@ void add_rows_into(const char* label, int rows, int columns, const DestinationsO
 //   rows_with_column_sums<K>(label, rows, columns, into, scratch, body):
 //   body(team, r, add) does row r's own work and calls add(c, terms) once for every column c of the
 //   row, from within row_for(team, 0, columns, ...), so that a column is always added by the same
-//   thread; then into[k][c] += Σ_r terms(r, c)[k] (a null into[k] is skipped).
-// Each of kColumnSumTeams teams takes a contiguous block of rows and sums its columns' terms in its
-// own slice of the scratch; the last team to finish (an atomic count) adds every team's sums into
-// `into`, in team order, so the result is the same whatever the timing. The CPU build has one team.
+//   thread of the row's worker; then into[k][c] += Σ_r terms(r, c)[k] (a null into[k] is skipped).
+// Each of kColumnSumTeams teams takes a contiguous block of rows; each of its row workers (one, or
+// kWarpRowsPerTeam warps: kernels/row_teams.hpp) sums its rows' terms in its own slice of the
+// scratch, and the team adds its workers' slices into its first, in order. The last team to finish
+// (an atomic count) adds every team's sums into `into`, in team order, so the result is the same
+// whatever the timing. The CPU build has one team of one worker.
 #ifdef KOKKOS_ENABLE_CUDA
 inline constexpr int kColumnSumTeams = 132;  // about one per multiprocessor of an H100
 #else
@@ -99,7 +101,7 @@ inline constexpr int kColumnSumTeams = 1;
 #endif
 
 struct ColumnSumScratch {
-  float* partials = nullptr;  // kColumnSumTeams × K × columns
+  float* partials = nullptr;  // kColumnSumTeams × kWarpRowsPerTeam × K × columns
   int* finished = nullptr;    // teams done; 0 between launches
 };
 
@@ -109,11 +111,11 @@ class ColumnSumBuffers {
  public:
   ColumnSumBuffers(int terms, int columns)
       : partials_(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("column_sum_partials")),
-                  static_cast<std::size_t>(kColumnSumTeams) * terms * columns),
+                  static_cast<std::size_t>(kColumnSumTeams) * kWarpRowsPerTeam * terms * columns),
         finished_("column_sum_finished", 1) {}
   ColumnSumScratch scratch() const { return {partials_.data(), finished_.data()}; }
   static std::size_t floats(int terms, int columns) {
-    return static_cast<std::size_t>(kColumnSumTeams) * terms * columns + 1;
+    return static_cast<std::size_t>(kColumnSumTeams) * kWarpRowsPerTeam * terms * columns + 1;
   }
 
  private:
@@ -145,15 +147,24 @@ template <std::size_t K, class Body>
 void rows_with_column_sums(const char* label, int rows, int columns, const Destinations<K>& into,
                            const ColumnSumScratch& scratch, const Body& body) {
   const int teams = kColumnSumTeams;
-  Kokkos::parallel_for(label, row_team_policy(teams), KOKKOS_LAMBDA(const RowTeam& team) {
+  const long slice = static_cast<long>(K) * columns;
+  Kokkos::parallel_for(label, row_team_policy(teams * (warp_rows() ? kWarpRowsPerTeam : 1)),
+                       KOKKOS_LAMBDA(const RowTeam& team) {
     const int t = team.league_rank(), block = (rows + teams - 1) / teams;
     const int first = t * block, end = first + block < rows ? first + block : rows;
-    float* mine = scratch.partials + static_cast<long>(t) * K * columns;
-    row_for(team, 0, static_cast<int>(K) * columns, [&](int i) { mine[i] = 0.0f; });
+    const int workers = workers_in_team(team), worker = worker_in_team(team);
+    float* team_sums = scratch.partials + t * workers * slice;
+    team_for(team, static_cast<int>(workers * slice), [&](int i) { team_sums[i] = 0.0f; });
     team.team_barrier();
-    const ColumnAdder<K> add{mine, columns};
-    for (int r = first; r < end; ++r) body(team, r, add);
+    const ColumnAdder<K> add{team_sums + worker * slice, columns};
+    for (int r = first + worker; r < end; r += workers) body(team, r, add);
     team.team_barrier();
+    if (workers > 1) {
+      team_for(team, static_cast<int>(slice), [&](int i) {
+        for (int w = 1; w < workers; ++w) team_sums[i] += team_sums[w * slice + i];
+      });
+      team.team_barrier();
+    }
     int last = 0;
     Kokkos::single(
         Kokkos::PerTeam(team),
@@ -164,14 +175,14 @@ void rows_with_column_sums(const char* label, int rows, int columns, const Desti
         last);
     if (!last) return;
     Kokkos::memory_fence();
-    row_for(team, 0, columns, [&](int c) {
+    team_for(team, columns, [&](int c) {
       for (std::size_t k = 0; k < K; ++k) {
         float sum = 0.0f;
-        for (int s = 0; s < teams; ++s) sum += other_team_sum(scratch.partials + (static_cast<long>(s) * K + k) * columns + c);
+        for (int s = 0; s < teams; ++s) sum += other_team_sum(scratch.partials + s * workers * slice + k * columns + c);
         if (into[k]) into[k][c] += sum;
       }
     });
-    once_per_row(team, [&] { *scratch.finished = 0; });
+    Kokkos::single(Kokkos::PerTeam(team), [&] { *scratch.finished = 0; });
   });
 }
 

@@ -1,5 +1,8 @@
 #include "kernels/row_teams.hpp"
 
+#include <cstdlib>
+#include <string>
+
 namespace trident {
 
 void size_team_scratch_pool() {
@@ -7,6 +10,18 @@ void size_team_scratch_pool() {
   Kokkos::parallel_for("size_team_scratch_pool",
                        Kokkos::TeamPolicy<ExecSpace>(1, 1).set_scratch_size(1, Kokkos::PerTeam(64)),
                        KOKKOS_LAMBDA(const RowTeam&){});
+#endif
+}
+
+bool warp_rows() {
+#ifdef KOKKOS_ENABLE_CUDA
+  static const bool on = [] {
+    const char* value = std::getenv("TRIDENT_WARP_ROWS");
+    return value && std::string(value) == "1";
+  }();
+  return on;
+#else
+  return false;
 #endif
 }
 

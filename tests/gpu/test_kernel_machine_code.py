@@ -2,7 +2,9 @@
 GPU: ptxas's resource report must show no spills and no stack frame for any kernel (a spilled
 accumulator goes to local memory, many times slower), and the PTX must show what each kernel is
 written to do: its products on the tensor cores (wmma.mma.sync bf16 -> fp32) and its tiles loaded
-and its rows stored 16 bytes at a time."""
+and its rows stored 16 bytes at a time; in version 2 of the kernels, a thread's loads of a tile
+issued one after another with no branch between (so their latencies overlap) and forward's
+probabilities written to shared memory 16 bytes at a time."""
 import os
 import re
 import subprocess
@@ -15,6 +17,9 @@ SOURCE_DIR = Path(os.environ.get("TRIDENT_SOURCE_DIR", Path(__file__).resolve().
 NVCC = os.environ.get("TRIDENT_NVCC", "/usr/local/cuda/bin/nvcc")
 KERNELS = ["flash_forward", "flash_query_grads", "flash_key_grads"]
 HEAD_DIMS = [16, 32, 64, 96, 128]
+VERSIONS = [1, 2]
+# Version 2's loads a thread issues together: all of a tile's up to HD 64, then batches of 6 and 4.
+LOAD_BATCH = {16: 2, 32: 4, 64: 8, 96: 6, 128: 4}
 
 
 @pytest.fixture(scope="module")
@@ -48,25 +53,51 @@ def ptx_by_entry(ptx):
     return {re.match(r"(\w+)", part).group(1): part for part in parts}
 
 
-def entry(table, kernel, head_dim):
-    names = [name for name in table if f"{kernel}ILi{head_dim}E" in name]
-    assert len(names) == 1, f"{kernel}<{head_dim}> among {sorted(table)}"
+def entry(table, kernel, head_dim, version):
+    names = [name for name in table if f"{kernel}ILi{head_dim}ELi{version}E" in name]
+    assert len(names) == 1, f"{kernel}<{head_dim}, {version}> among {sorted(table)}"
     return table[names[0]]
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
-def test_no_spills_and_no_stack(build, kernel, head_dim):
-    stack, stores, loads, registers = entry(build[0], kernel, head_dim)
-    assert (stack, stores, loads) == (0, 0, 0), f"{kernel}<{head_dim}>: {registers} registers"
+def test_no_spills_and_no_stack(build, kernel, head_dim, version):
+    stack, stores, loads, registers = entry(build[0], kernel, head_dim, version)
+    assert (stack, stores, loads) == (0, 0, 0), f"{kernel}<{head_dim}, {version}>: {registers} registers"
     assert registers <= 255
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
-def test_products_on_tensor_cores_and_16_byte_accesses(build, kernel, head_dim):
-    body = entry(build[1], kernel, head_dim)
+def test_products_on_tensor_cores_and_16_byte_accesses(build, kernel, head_dim, version):
+    body = entry(build[1], kernel, head_dim, version)
     assert re.search(r"wmma\.mma\.sync\.aligned\.row\.(row|col)\.m16n16k16\.f32\.bf16\.bf16\.f32", body)
     assert re.search(r"ld\.global\.nc\.v4\.f32", body), "tiles loaded 16 bytes at a time"
     assert re.search(r"st\.global(\.wb)?\.v4\.f32", body), "rows stored 16 bytes at a time"
     assert not re.search(r"\b(ld|st)\.local\b", body), "nothing in local memory"
+
+
+def longest_run_of_loads(body):
+    """The most 16-byte global loads in a row with no label or branch between them."""
+    lines = body.splitlines()
+    at = [i for i, line in enumerate(lines) if "ld.global.nc.v4.f32" in line]
+    longest = run = 1 if at else 0
+    for first, second in zip(at, at[1:]):
+        between = lines[first + 1:second]
+        run = 1 if any(line.startswith("$L__") or re.search(r"\bbra\b", line) for line in between) else run + 1
+        longest = max(longest, run)
+    return longest
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+def test_version_2_issues_a_tiles_loads_together(build, kernel, head_dim):
+    assert longest_run_of_loads(entry(build[1], kernel, head_dim, 2)) >= LOAD_BATCH[head_dim]
+    assert longest_run_of_loads(entry(build[1], kernel, head_dim, 1)) < LOAD_BATCH[head_dim]  # one at a time
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+def test_version_2_writes_probabilities_16_bytes_at_a_time(build, head_dim):
+    assert re.search(r"st\.shared\.v4\.(b32|u32)", entry(build[1], "flash_forward", head_dim, 2))

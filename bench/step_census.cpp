@@ -32,6 +32,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -54,6 +55,9 @@ struct StepCounts {
   std::map<std::string, long> kernels;       // label (prefixed "gemm/" inside a product) → launches
   std::map<std::string, long> host_waits;    // reason → waits
   std::map<std::string, long> allocations;   // label → allocations
+  std::map<std::string, KernelCost> kernel_costs;  // label → declared bytes and operations, summed
+  std::set<std::string> undeclared;                // labels launched without a declared cost
+  KernelCost product_costs;                        // all products'
   long products = 0;
   long layer_kernels = 0, layer_epilogue_kernels = 0, layer_products = 0, layer_backwards = 0;
   long optimizer_kernels = 0;
@@ -80,11 +84,12 @@ struct Span {
   std::string label;
   bool product = false, nested = false;  // nested: a kernel inside a product
   double begin = 0.0, end = 0.0;
+  double flops = 0.0;  // declared (products)
 };
 
 // The device times of one step's kernels and products (--time).
 struct StepTimes {
-  std::map<std::string, double> kernel_ms, product_ms;
+  std::map<std::string, double> kernel_ms, product_ms, product_flops;
   double step_ms = 0.0, kernels_ms = 0.0, products_ms = 0.0;
 };
 
@@ -123,6 +128,7 @@ struct StepTimer {
     for (const Span& span : spans) {
       const double length = ms(span.begin, span.end);
       (span.product ? times.product_ms : times.kernel_ms)[span.label] += length;
+      if (span.product) times.product_flops[span.label] += span.flops;
       if (span.product) times.products_ms += length;
       if (!span.product && !span.nested) times.kernels_ms += length;
     }
@@ -157,10 +163,14 @@ void on_push(const char* name) {
   if (std::strcmp(name, kProductRegion) == 0) {
     census.current.products++;
     if (census.in_layer()) census.current.layer_products++;
+    const KernelCost cost = take_kernel_cost();
+    census.current.product_costs.bytes += cost.bytes;
+    census.current.product_costs.flops += cost.flops;
     if (timer) {
       const std::string where = census.in_layer() ? timer->region : "outside layers";
       const int place = census.in_layer() ? ++timer->region_products : 0;  // "#01": names sort in order
       timer->open_product = static_cast<int>(timer->open(place ? where + (place < 10 ? " #0" : " #") + std::to_string(place) : where, true));
+      timer->spans.back().flops = cost.flops;
     }
   }
   if (std::strcmp(name, kLayerBackwardRegion) == 0) census.current.layer_backwards++;
@@ -188,6 +198,11 @@ void on_kernel(const char* label, const std::uint32_t, std::uint64_t* id) {
   const bool in_product = census.inside(kProductRegion);
   const std::string name = (in_product ? "gemm/" : "") + std::string(label);
   census.current.kernels[name]++;
+  const KernelCost cost = take_kernel_cost();
+  KernelCost& sum = census.current.kernel_costs[name];
+  sum.bytes += cost.bytes;
+  sum.flops += cost.flops;
+  if (cost.bytes == 0.0 && cost.flops == 0.0) census.current.undeclared.insert(name);
   if (census.in_layer()) (in_product ? census.current.layer_epilogue_kernels : census.current.layer_kernels)++;
   if (census.inside(kOptimizerRegion)) census.current.optimizer_kernels++;
   if (timer) *id = timer->open(name, false) + 1;
@@ -246,7 +261,8 @@ std::string json_counts(const std::map<std::string, long>& counts) {
 
 double per(long count, long layers) { return layers > 0 ? static_cast<double>(count) / layers : 0.0; }
 
-std::string json_milliseconds(const std::map<std::string, double>& times) {
+// {name: value} with ten significant digits (milliseconds, bytes, rates).
+std::string json_values(const std::map<std::string, double>& times) {
   std::ostringstream out;
   out << std::setprecision(10) << "{";
   for (const auto& [name, ms] : times) out << (out.tellp() > 1 ? ", " : "") << quoted(name) << ": " << ms;
@@ -254,13 +270,40 @@ std::string json_milliseconds(const std::map<std::string, double>& times) {
   return out.str();
 }
 
-std::string json_times(const StepTimes& times) {
+// Rates from the declared costs and the measured times: GB/s per kernel label, TFLOP/s per product.
+std::map<std::string, double> rates(const std::map<std::string, double>& amounts, const std::map<std::string, double>& ms,
+                                    double unit) {
+  std::map<std::string, double> out;
+  for (const auto& [name, amount] : amounts) {
+    const auto found = ms.find(name);
+    if (found != ms.end() && found->second > 0.0 && amount > 0.0) out[name] = amount / (1e-3 * found->second) / unit;
+  }
+  return out;
+}
+
+std::string json_times(const StepTimes& times, const StepCounts& step) {
+  std::map<std::string, double> kernel_bytes;
+  for (const auto& [name, cost] : step.kernel_costs) kernel_bytes[name] = cost.bytes;
   std::ostringstream out;
   out << std::setprecision(10) << ", \"device_ms\": {\"step\": " << times.step_ms << ", \"kernels\": " << times.kernels_ms
       << ", \"products\": " << times.products_ms
       << ", \"between\": " << times.step_ms - times.kernels_ms - times.products_ms
-      << "}, \"kernel_ms\": " << json_milliseconds(times.kernel_ms)
-      << ", \"product_ms\": " << json_milliseconds(times.product_ms);
+      << "}, \"kernel_ms\": " << json_values(times.kernel_ms)
+      << ", \"product_ms\": " << json_values(times.product_ms)
+      << ", \"kernel_gb_per_s\": " << json_values(rates(kernel_bytes, times.kernel_ms, 1e9))
+      << ", \"product_tflop_per_s\": " << json_values(rates(times.product_flops, times.product_ms, 1e12));
+  return out.str();
+}
+
+std::string json_costs(const StepCounts& step) {
+  std::map<std::string, double> bytes, flops;
+  for (const auto& [name, cost] : step.kernel_costs) bytes[name] = cost.bytes, flops[name] = cost.flops;
+  std::string undeclared = "[";
+  for (const std::string& name : step.undeclared) undeclared += (undeclared.size() > 1 ? ", " : "") + quoted(name);
+  std::ostringstream out;
+  out << std::setprecision(10) << ", \"kernel_bytes\": " << json_values(bytes)
+      << ", \"kernel_flops\": " << json_values(flops) << ", \"product_bytes\": " << step.product_costs.bytes
+      << ", \"product_flops\": " << step.product_costs.flops << ", \"undeclared_kernels\": " << undeclared << "]";
   return out.str();
 }
 
@@ -278,7 +321,7 @@ void print_json(const Deck& deck, const StepCounts& step) {
       << ", \"host_syncs_in_step\": " << total(step.host_waits)
       << ", \"allocations_in_step\": " << total(step.allocations) << ", \"kernels\": " << json_counts(step.kernels)
       << ", \"host_syncs\": " << json_counts(step.host_waits) << ", \"allocations\": " << json_counts(step.allocations)
-      << (timer ? json_times(step_times) : "") << "}\n";
+      << json_costs(step) << (timer ? json_times(step_times, step) : "") << "}\n";
   std::cout << out.str();
 }
 

@@ -6,6 +6,8 @@
 namespace trident {
 
 void causal_softmax_forward(float* scores, int blocks, int T) {
+  const double elements = static_cast<double>(blocks) * T * T;
+  declare_kernel_cost(KernelCost::of_floats(elements, elements, 2.0 * elements));  // half of them masked
   for_each_row("causal_softmax_forward", blocks * T, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const int visible = r % T + 1;  // position t attends to 0..t
     float* row = scores + static_cast<long>(r) * T;
@@ -18,6 +20,8 @@ void causal_softmax_forward(float* scores, int blocks, int T) {
 }
 
 void causal_softmax_backward(float* d, const float* probs, int blocks, int T) {
+  const double elements = static_cast<double>(blocks) * T * T;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * elements, elements, 2.0 * elements));
   for_each_row("causal_softmax_backward", blocks * T, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const int visible = r % T + 1;
     float* d_row = d + static_cast<long>(r) * T;

@@ -1,6 +1,7 @@
 #include "kernels/copy.hpp"
 
 #include "kernels/device.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -10,6 +11,7 @@ namespace {
 // and after, where a kernel is queued behind the work before it and the host goes on.
 template <class T>
 void copy_elements(const char* label, T* dst, const T* src, std::size_t n) {
+  declare_kernel_cost({2.0 * sizeof(T) * n, 0.0});
   Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = src[i]; });
 }
 
@@ -18,9 +20,11 @@ void copy_elements(const char* label, T* dst, const T* src, std::size_t n) {
 void copy_floats(float* dst, const float* src, std::size_t n) { copy_elements("copy_floats", dst, src, n); }
 void copy_ints(int* dst, const int* src, std::size_t n) { copy_elements("copy_ints", dst, src, n); }
 void zero_floats(float* dst, std::size_t n) {
+  declare_kernel_cost(KernelCost::of_floats(0.0, static_cast<double>(n)));
   Kokkos::parallel_for("zero_floats", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0f; });
 }
 void zero_doubles(double* dst, std::size_t n) {
+  declare_kernel_cost({8.0 * n, 0.0});
   Kokkos::parallel_for("zero_doubles", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0; });
 }
 

@@ -30,6 +30,9 @@ KOKKOS_INLINE_FUNCTION void scale_minus_onehot(const RowTeam& team, float* row, 
 }  // namespace
 
 void softmax_cross_entropy(float* logits, float* losses, const int* targets, int rows, int V, double* loss_sum) {
+  // Three passes over each row (its maximum; the exponentials written; the gradient written).
+  const double elements = static_cast<double>(rows) * V;
+  declare_kernel_cost(KernelCost::of_floats(3.0 * elements + rows, 2.0 * elements + rows, 5.0 * elements));
   // Each row is finished while it is still in cache, which the two-pass shard version cannot do.
   sum_over_rows_into(
       "softmax_cross_entropy", rows,
@@ -49,6 +52,8 @@ void softmax_cross_entropy(float* logits, float* losses, const int* targets, int
 
 void softmax_shard_statistics(float* logits, float* stats, const int* targets, int rows, int columns, int ld,
                               int first) {
+  const double elements = static_cast<double>(rows) * columns;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * elements + rows, elements + 3.0 * rows, 3.0 * elements));
   for_each_row("softmax_shard_statistics", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     float* row = logits + static_cast<long>(r) * ld;
     const int target = targets[r] - first;
@@ -64,6 +69,8 @@ void softmax_shard_statistics(float* logits, float* stats, const int* targets, i
 
 void softmax_shard_finish(float* logits, float* losses, const float* all_stats, int shards, int shard,
                           const int* targets, int rows, int columns, int ld, int first, double* loss_sum) {
+  const double elements = static_cast<double>(rows) * columns;
+  declare_kernel_cost(KernelCost::of_floats(elements + 3.0 * shards * rows + rows, elements + rows, 2.0 * elements));
   sum_over_rows_into("softmax_shard_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     // A few shards: every thread of the team combines them itself.
     auto shard_max = [&](int s) { return all_stats[3L * s * rows + r]; };

@@ -19,6 +19,8 @@ KOKKOS_INLINE_FUNCTION Float* token_row(Float* wte, int token, int vocab_first, 
 
 void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_first, int vocab_rows,
                      const float* wpe, int B, int T, int C) {
+  const double rows = static_cast<double>(B) * T;
+  declare_kernel_cost(KernelCost::of_floats(rows * (1 + C * (wpe ? 2 : 1)), rows * C, wpe ? rows * C : 0.0));
   for_each_row("encoder_forward", B * T, KOKKOS_LAMBDA(const RowTeam& team, int bt) {
     const float* token = token_row(wte, tokens[bt], vocab_first, vocab_rows, C);
     const float* position = wpe ? wpe + static_cast<long>(bt % T) * C : nullptr;
@@ -30,6 +32,8 @@ void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_first,
                       int vocab_rows, int B, int T, int C) {
   // A token may repeat within the batch: its rows of dout all add into one row of dwte.
+  const double rows = static_cast<double>(B) * T, sums = dwpe ? 2.0 : 1.0;
+  declare_kernel_cost(KernelCost::of_floats(rows * (C + 1) + sums * rows * C, sums * rows * C, sums * rows * C));
   add_rows_into<2>(
       "encoder_backward", B * T, C,
       KOKKOS_LAMBDA(int bt) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "deck/config.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -85,5 +86,14 @@ BlasInfo blas_info();
 // Best GFLOP/s reached by a few square gemm() (n = 1024 … 2048) at `precision` in about a second:
 // the reference that MFU is reported against.
 double measure_gemm_peak_gflops(MatmulPrecision precision = MatmulPrecision::automatic);
+
+// A product's cost (kernels/profile.hpp), declared by gemm() and gemm_strided_batched(): per matrix,
+// A and B read once (as bf16 under bf16), C written (and read where β ≠ 0), 2·m·n·k operations.
+inline KernelCost product_cost(const GemmContext& context, int m, int n, int k, float beta, int batches = 1) {
+  const double operand = context.precision() == MatmulPrecision::bf16 ? 0.5 : 1.0;
+  const double elements = operand * (static_cast<double>(m) * k + static_cast<double>(k) * n) +
+                          static_cast<double>(m) * n * (beta != 0.0f ? 2.0 : 1.0);
+  return KernelCost::of_floats(batches * elements, 0.0, 2.0 * batches * m * n * static_cast<double>(k));
+}
 
 }  // namespace trident

@@ -55,6 +55,7 @@ struct Operands {
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
+  declare_kernel_cost(product_cost(context, m, n, k, beta));
   const ProfileRegion product(kProductRegion);
   beta = prepare_epilogue(epilogue, beta, trans_b, c, m, n, ldc);
   const Operands in(context, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
@@ -65,6 +66,7 @@ void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k,
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                           const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
                           float* c, int ldc, long stride_c, int batches) {
+  declare_kernel_cost(product_cost(context, m, n, k, beta, batches));
   const ProfileRegion product(kProductRegion);
   const Operands in(context, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, batches);
   for (int i = 0; i < batches; ++i)

@@ -55,6 +55,7 @@ KOKKOS_INLINE_FUNCTION unsigned bf16_pair(float first, float second) {
 void round_to_bf16(std::uint16_t* out, const float* x, long n) {
   const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
   const long groups = aligned ? n / 8 : 0, rest = n - 8 * groups;
+  declare_kernel_cost(KernelCost::of_floats(n, 0.5 * n, n));
   Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, groups + rest), KOKKOS_LAMBDA(long i) {
     if (i < groups) {
       const float4 a = reinterpret_cast<const float4*>(x)[2 * i], b = reinterpret_cast<const float4*>(x)[2 * i + 1];
@@ -102,6 +103,7 @@ bool fused_gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, 
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
+  declare_kernel_cost(product_cost(context, m, n, k, beta));
   const ProfileRegion product(kProductRegion);
   if (fused_gemm(context, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, epilogue)) return;
   CublasGemm& cublas = context.library().cublas;
@@ -119,6 +121,7 @@ void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k,
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                           const float* a, int lda, long stride_a, const float* b, int ldb, long stride_b, float beta,
                           float* c, int ldc, long stride_c, int batches) {
+  declare_kernel_cost(product_cost(context, m, n, k, beta, batches));
   const ProfileRegion product(kProductRegion);
   CublasGemm& cublas = context.library().cublas;
   if (context.precision() != MatmulPrecision::bf16) {

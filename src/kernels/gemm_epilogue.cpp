@@ -21,6 +21,7 @@ float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, float
   if (epilogue.b_column_sums && trans_b) throw std::logic_error("gemm: B's column sums need B not transposed");
   if (!epilogue.bias) return beta;
   const float* bias = epilogue.bias;
+  declare_kernel_cost(KernelCost::of_floats(n, static_cast<double>(m) * n));
   for_each_row("gemm_bias", m, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     float* row = c + static_cast<long>(r) * ldc;
     row_for(team, 0, n, [&](int j) { row[j] = bias[j]; });
@@ -31,6 +32,8 @@ float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, float
 namespace {
 
 void apply_gelu(float* c, float* pre_gelu, int m, int n, int ldc) {
+  const double elements = static_cast<double>(m) * n;
+  declare_kernel_cost(KernelCost::of_floats(elements, 2.0 * elements, 12.0 * elements));
   for_each_row("gemm_gelu", m, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     float* row = c + static_cast<long>(r) * ldc;
     float* kept = pre_gelu + static_cast<long>(r) * ldc;
@@ -44,6 +47,9 @@ void apply_gelu(float* c, float* pre_gelu, int m, int n, int ldc) {
 // C ⊙= gelu'(gelu_input) where given, and C's column sums added to `sums` where given: one pass.
 void gelu_grad_and_column_sums(float* c, const float* gelu_input, float* sums, int m, int n, int ldc,
                                const ColumnSumScratch& scratch) {
+  const double elements = static_cast<double>(m) * n, inputs = gelu_input ? 2.0 : 1.0;
+  declare_kernel_cost(KernelCost::of_floats(inputs * elements + n, (gelu_input ? elements : 0.0) + n,
+                                            (gelu_input ? 14.0 : 1.0) * elements));
   rows_with_column_sums<1>(
       gelu_input ? "gemm_gelu_grad" : "gemm_column_sums", m, n, Destinations<1>{sums}, scratch,
       KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<1>& add) {
@@ -63,10 +69,12 @@ void finish_epilogue(const Epilogue& epilogue, float* c, int m, int n, int ldc, 
   if (epilogue.pre_gelu) apply_gelu(c, epilogue.pre_gelu, m, n, ldc);
   if (epilogue.gelu_input || epilogue.column_sums)
     gelu_grad_and_column_sums(c, epilogue.gelu_input, epilogue.column_sums, m, n, ldc, scratch.for_columns(n));
-  if (float* sums = epilogue.b_column_sums)
+  if (float* sums = epilogue.b_column_sums) {
+    declare_kernel_cost(KernelCost::of_floats(static_cast<double>(k) * n + n, n, static_cast<double>(k) * n));
     add_rows_into<1>(
         "gemm_b_column_sums", k, n, KOKKOS_LAMBDA(int) { return Destinations<1>{sums}; },
         KOKKOS_LAMBDA(int r, int j) { return Terms<1>{b[static_cast<long>(r) * ldb + j]}; });
+  }
 }
 
 }  // namespace trident

@@ -8,6 +8,7 @@ namespace trident {
 
 void layernorm_forward(float* out, float* mean, float* rstd, const NormInput& x, const float* weight,
                        const float* bias, int rows, int C) {
+  declare_kernel_cost(norm_forward_cost(x, rows, C, 2, 8));
   for_each_row("layernorm_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const long offset = static_cast<long>(r) * C;
     const float m = x.first_pass(team, offset, C, [](float value) { return value; }) / C;
@@ -26,6 +27,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const NormInput& x,
 void layernorm_backward(float* dx, float* dweight, float* dbias, const float* dout, const float* x,
                         const float* mean, const float* rstd, const float* weight, int rows, int C,
                         const ColumnSumScratch& scratch) {
+  declare_kernel_cost(norm_backward_cost(rows, C, 2, 14));
   rows_with_column_sums<2>(
       "layernorm_backward", rows, C, Destinations<2>{dweight, dbias}, scratch,
       KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<2>& add) {

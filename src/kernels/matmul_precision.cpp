@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/gemm.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -45,6 +46,7 @@ std::uint16_t* OperandScratch::halves(int slot, long n) { return at_least(halves
 
 const float* OperandScratch::rounded(int slot, const float* x, long n, int dropped) {
   float* out = floats(slot, n);
+  declare_kernel_cost(KernelCost::of_floats(n, n, n));
   Kokkos::parallel_for("round_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
                        KOKKOS_LAMBDA(long i) { out[i] = round_significand(x[i], dropped); });
   return out;
@@ -52,6 +54,7 @@ const float* OperandScratch::rounded(int slot, const float* x, long n, int dropp
 
 const float* OperandScratch::widened(int slot, const std::uint16_t* bits, long n) {
   float* out = floats(slot, n);
+  declare_kernel_cost(KernelCost::of_floats(0.5 * n, n));
   Kokkos::parallel_for("widen_bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
                        KOKKOS_LAMBDA(long i) { out[i] = bf16_value(bits[i]); });
   return out;

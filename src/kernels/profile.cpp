@@ -5,6 +5,18 @@
 
 namespace trident {
 
+namespace {
+KernelCost declared_cost;  // launches are queued by one host thread per rank
+}  // namespace
+
+void declare_kernel_cost(const KernelCost& cost) { declared_cost = cost; }
+
+KernelCost take_kernel_cost() {
+  const KernelCost cost = declared_cost;
+  declared_cost = {};
+  return cost;
+}
+
 ProfileRegion::ProfileRegion(const char* name) : open_(Kokkos::Tools::profileLibraryLoaded()) {
   if (open_) Kokkos::Profiling::pushRegion(name);
 }

@@ -17,6 +17,24 @@ inline constexpr char kProductRegion[] = "trident::gemm";
 // Prefix of the profile event that marks a host wait; the reason follows it.
 inline constexpr char kHostWaitEvent[] = "trident::host_wait ";
 
+// What a kernel moves through device memory (bytes read and written, counting each tensor once,
+// as a kernel that streams it would) and the floating-point operations it does, from its shape.
+// The code that launches a kernel or a product declares it just before; a tool (bench/step_census)
+// takes it as the kernel starts, so that a run's timings become bandwidths and FLOP rates.
+struct KernelCost {
+  double bytes = 0.0;
+  double flops = 0.0;
+  // fp32 (or int32) elements read and written, and operations.
+  static KernelCost of_floats(double read, double written, double flops = 0.0) {
+    return {4.0 * (read + written), flops};
+  }
+};
+
+// Declares the cost of the next kernel or product launched (one; a later declaration replaces it).
+void declare_kernel_cost(const KernelCost& cost);
+// The cost declared for the kernel starting now, cleared (zeros where none was declared).
+KernelCost take_kernel_cost();
+
 // Scoped: the region lasts as long as the object.
 class ProfileRegion {
  public:

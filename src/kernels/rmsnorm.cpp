@@ -7,6 +7,7 @@
 namespace trident {
 
 void rmsnorm_forward(float* out, float* rstd, const NormInput& x, const float* weight, float eps, int rows, int C) {
+  declare_kernel_cost(norm_forward_cost(x, rows, C, 1, 4));
   for_each_row(
       "rmsnorm_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         const long offset = static_cast<long>(r) * C;
@@ -21,6 +22,7 @@ void rmsnorm_forward(float* out, float* rstd, const NormInput& x, const float* w
 
 void rmsnorm_backward(float* dx, float* dweight, const float* dout, const float* x, const float* rstd,
                       const float* weight, int rows, int C, const ColumnSumScratch& scratch) {
+  declare_kernel_cost(norm_backward_cost(rows, C, 1, 9));
   rows_with_column_sums<1>(
       "rmsnorm_backward", rows, C, Destinations<1>{dweight}, scratch,
       KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<1>& add) {

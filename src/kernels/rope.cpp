@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/profile.hpp"
+
 namespace trident {
 
 RopeTable::RopeTable(int seq_len, int head_dim, double theta)
@@ -31,6 +33,7 @@ void rope_rotate(float* x, const RopeTable& table, int B, int heads, long ld, in
   const float* sin = table.sin.data();
   const float sign = direction >= 0 ? 1.0f : -1.0f;
   const long n = static_cast<long>(B) * T * heads * pairs;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * n + 2.0 * T * pairs, 2.0 * n, 6.0 * n));
   Kokkos::parallel_for(
       "rope_rotate", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long index) {
         const int i = static_cast<int>(index % pairs);

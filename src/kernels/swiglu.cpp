@@ -13,6 +13,8 @@ KOKKOS_INLINE_FUNCTION float sigmoid(float x) { return 1.0f / (1.0f + math::fast
 
 // Row by row (no index division per element; the CPU's loops over a row's columns vectorise).
 void swiglu_forward(float* h, const float* gate_up, int rows, int F) {
+  const double n = static_cast<double>(rows) * F;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * n, n, 5.0 * n));
   for_each_row("swiglu_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const float* gate = gate_up + 2L * F * r;
     const float* up = gate + F;
@@ -22,6 +24,8 @@ void swiglu_forward(float* h, const float* gate_up, int rows, int F) {
 }
 
 void swiglu_backward(float* d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F) {
+  const double n = static_cast<double>(rows) * F;
+  declare_kernel_cost(KernelCost::of_floats(3.0 * n, 2.0 * n, 12.0 * n));
   for_each_row("swiglu_backward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const float* gate = gate_up + 2L * F * r;
     const float* up = gate + F;

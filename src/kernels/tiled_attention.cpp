@@ -62,6 +62,7 @@ struct TilePair {
   }
   // Index of the row's statistic in per-(head, position) arrays of the group.
   KOKKOS_INLINE_FUNCTION long statistic(int row) const { return static_cast<long>(head(row)) * T + position(row); }
+  double elements() const { return static_cast<double>(heads) * queries * keys; }  // of the tile
 };
 
 // Query tile i against key tile j, which stops at the query tile's last position.
@@ -85,6 +86,9 @@ void score_tile(GemmContext& context, const AttentionShape& s, const HeadBatches
 // exp(m_old − m_new). The first key tile starts them.
 void online_softmax_step(const TilePair& pair, bool first, float* out, long out_ld, int head_dim, float* running_max,
                          float* running_sum) {
+  const double rows = static_cast<double>(pair.heads) * pair.queries, output = first ? 0.0 : rows * head_dim;
+  declare_kernel_cost(KernelCost::of_floats(pair.elements() + output + 2.0 * rows, pair.elements() + output + 2.0 * rows,
+                                            4.0 * pair.elements() + output));
   for_each_row(
       "tiled_attention_online_softmax", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         float* row = pair.row_of(pair.tile, r);
@@ -109,6 +113,8 @@ void online_softmax_step(const TilePair& pair, bool first, float* out, long out_
 
 // out rows /= l; lse = m + log l, for the group's heads × T rows.
 void finish_rows(float* out, long out_ld, int head_dim, int rows, int T, float* log_sum_exp, const float* running_sum) {
+  const double output = static_cast<double>(rows) * head_dim;
+  declare_kernel_cost(KernelCost::of_floats(output + 2.0 * rows, output + rows, output + 2.0 * rows));
   for_each_row(
       "tiled_attention_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         const float inverse = 1.0f / running_sum[r];
@@ -120,6 +126,8 @@ void finish_rows(float* out, long out_ld, int head_dim, int rows, int T, float* 
 
 // D = rowsum(dO ∘ O) for the group's heads × T rows.
 void output_dots(const float* dout, const float* out, long out_ld, int head_dim, int rows, int T, float* dots) {
+  const double output = static_cast<double>(rows) * head_dim;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * output, rows, 2.0 * output));
   for_each_row(
       "tiled_attention_output_dots", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         const long first = (r % T) * out_ld + static_cast<long>(r / T) * head_dim;
@@ -130,6 +138,8 @@ void output_dots(const float* dout, const float* out, long out_ld, int head_dim,
 
 // Scores become the probabilities exp(S − lse), masked ones 0.
 void tile_probabilities(const TilePair& pair, const float* log_sum_exp) {
+  const double rows = static_cast<double>(pair.heads) * pair.queries;
+  declare_kernel_cost(KernelCost::of_floats(pair.elements() + rows, pair.elements(), 2.0 * pair.elements()));
   for_each_row(
       "tiled_attention_probabilities", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         float* row = pair.row_of(pair.tile, r);
@@ -142,6 +152,8 @@ void tile_probabilities(const TilePair& pair, const float* log_sum_exp) {
 
 // dprobs (dP on entry) becomes dS = P ∘ (dP − D), masked ones 0.
 void tile_score_grads(const TilePair& pair, float* dprobs, const float* dots) {
+  const double rows = static_cast<double>(pair.heads) * pair.queries;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * pair.elements() + rows, pair.elements(), 2.0 * pair.elements()));
   for_each_row(
       "tiled_attention_score_grads", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         const float* p = pair.row_of(pair.tile, r);

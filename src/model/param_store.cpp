@@ -7,6 +7,7 @@
 
 #include "comm/comm.hpp"
 #include "kernels/matmul_precision.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -110,6 +111,7 @@ void ParamStore::refresh_bf16_copy() {
   if (bf16_copy_.extent(0) == 0) return;
   const auto from = values;
   const auto to = bf16_copy_;
+  declare_kernel_cost(KernelCost::of_floats(static_cast<double>(total_), 0.5 * total_));
   Kokkos::parallel_for("params_to_bf16", Kokkos::RangePolicy<ExecSpace>(0, total_),
                        KOKKOS_LAMBDA(std::size_t i) { to(i) = bf16_bits(from(i)); });
 }

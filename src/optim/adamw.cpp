@@ -26,6 +26,8 @@ void AdamWUpdate::apply(const ElementRuns& runs, float* param, const float* grad
   const double* norm_squared = clip.norm_squared;
   const double max_norm = clip.max_norm;
   const auto table = runs.device();
+  const double n = static_cast<double>(runs.elements());
+  declare_kernel_cost(KernelCost::of_floats(4.0 * n, (param_bf16 ? 3.5 : 3.0) * n, 16.0 * n));
   for_each_row("adamw", static_cast<int>(runs.size()), KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const ElementRun run = table(r);
     const float grad_scale = norm_squared ? clip_factor(*norm_squared, max_norm) : 1.0f;

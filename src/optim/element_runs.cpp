@@ -6,6 +6,7 @@
 namespace trident {
 
 void ElementRuns::add(const ParamTensor& tensor, std::size_t offset, std::size_t count, std::size_t local) {
+  elements_ += count;
   for (std::size_t done = 0; done < count; done += kRunElements) {
     const auto run = static_cast<int>(std::min<std::size_t>(kRunElements, count - done));
     host_.push_back({offset + done, local + done, run, tensor.weight_decay ? 1 : 0});

@@ -33,11 +33,13 @@ class ElementRuns {
   void upload();
 
   std::size_t size() const { return host_.size(); }
+  std::size_t elements() const { return elements_; }  // over all runs
   const std::vector<ElementRun>& host() const { return host_; }
   Kokkos::View<const ElementRun*, MemSpace> device() const { return device_; }
 
  private:
   std::vector<ElementRun> host_;
+  std::size_t elements_ = 0;
   Kokkos::View<ElementRun*, MemSpace> device_;
 };
 

@@ -129,3 +129,36 @@ def test_time_covers_every_kernel_and_product_within_the_step():
     assert device["kernels"] + device["products"] <= device["step"] * (1 + 1e-6)
     assert device["between"] == pytest.approx(device["step"] - device["kernels"] - device["products"])
     assert device["products"] == pytest.approx(sum(timed["product_ms"].values()))
+
+
+# The decks' shapes (input_decks/tiny.toml, llama-tiny.toml), for the costs below.
+SHAPE = {"gpt2": dict(C=64, T=64, V=256, heads=4, kv_heads=4, F=256),
+         "llama": dict(C=64, T=64, V=256, heads=4, kv_heads=2, F=128)}
+
+
+def expected_product_flops(family, layers):
+    """2 operations per weight and token forward, 4 backward, over the linear layers and the head;
+    attention's seven T x T x hd products per head (T inside one tile: two forward, five backward)."""
+    s = SHAPE[family]
+    C, T, V, F, kv = s["C"], s["T"], s["V"], s["F"], s["kv_heads"] * s["C"] // s["heads"]
+    if family == "gpt2":
+        weights = C * 3 * C + C * C + C * F + F * C          # c_attn, attn c_proj, c_fc, mlp c_proj
+    else:
+        weights = C * (C + 2 * kv) + C * C + C * 2 * F + F * C  # q|k|v, o, gate|up, down
+    attention = 7 * 2 * B * T * T * C                         # Σ over heads of 2·T·T·hd
+    return layers * (6 * B * T * weights + attention) + 6 * B * T * C * V
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_every_kernel_declares_its_cost(family):
+    """Each kernel and product declares its bytes and operations (kernels/profile.hpp); the
+    products' operations are the model's, and AdamW moves 28 bytes a parameter (param, grad, m, v
+    read; param, m, v written)."""
+    counts = census(family, 2)
+    assert counts["undeclared_kernels"] == [], counts["undeclared_kernels"]
+    assert counts["product_flops"] == expected_product_flops(family, 2)
+    if family == "gpt2":
+        s = SHAPE["gpt2"]
+        C, L = s["C"], 2
+        parameters = s["V"] * C + s["T"] * C + L * (12 * C * C + 13 * C) + 2 * C  # tied head
+        assert counts["kernel_bytes"]["adamw"] == 28 * parameters

@@ -25,6 +25,7 @@
 #   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16, with "next" and
 #                without: the device's milliseconds per kernel label and per product, and the
 #                step's time no kernel covers (OUT/profile_*.json)
+#   ncu_flash    Nsight Compute's view of the flash kernels (versions 1 and 2) at GPT-2's shape
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0); the
 #                kernel tests also with the row kernels a warp per row
 #   the rest     GPT-2 in TF32 against PyTorch tf32-explicit (the first GPU run's comparison) and in
@@ -139,6 +140,16 @@ step profile_llama_1b_bf16_next 40 "${next[@]}" profile llama_1b_bf16_next llama
 step profile_gpt2_bf16 20 profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
 step profile_llama_1b_bf16 40 profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
   schedule.micro_batch_size="$llama_batch" train.precision=bf16
+# Nsight Compute on the second step's last forward and the first dQ and dK-dV launches (step 1 and
+# 11 of 12 layers' forwards skipped) at GPT-2's shape, both
+# versions: throughput against the peaks, occupancy, and where the warps stall.
+for version in 1 2; do
+  step "ncu_flash_v$version" 60 TRIDENT_FLASH_VERSION=$version ncu --target-processes all --kernel-name regex:flash_ \
+    --launch-skip 47 --launch-count 3 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+    "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
+    --set parallel.dp=1 --set schedule.microbatches=1 $(printf -- '--set %s ' "${gpt2_shape[@]}") \
+    --set train.precision=bf16
+done
 step unit_kernels_next 30 TRIDENT_WARP_ROWS=1 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_kernels 40 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"

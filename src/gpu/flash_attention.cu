@@ -10,8 +10,8 @@
 // equal to the tiled kernel, 28-54 TFLOP/s), and 2 (TRIDENT_FLASH_VERSION=2; not run on a GPU yet)
 // with what that run's profile pointed at: a tile's 16-byte loads all issued before the first is
 // converted (version 1 waits for each load in turn: a branch per row past T), and forward's
-// softmax a row's half per lane, the warp's 16 rows at once (version 1 walks them one after
-// another, two shuffle reductions each).
+// softmax and dQ's row statistics a row's half per lane, the warp's 16 rows at once (version 1
+// walks them one after another, with shuffle reductions and waited-for loads each).
 #include <cuda_bf16.h>
 #include <mma.h>
 
@@ -291,6 +291,60 @@ __device__ void softmax_rows_at_once(const SoftmaxTile& tile, int lane) {
   }
 }
 
+// The dQ launch's per-row statistics for a warp's 16 rows, into shared memory: D = rowsum(dO ∘ O)
+// (also written to device memory for the dK, dV launch) and the log-sum-exp in base 2; zeros for
+// rows past T.
+struct RowStatistics {
+  float *dot, *lse;
+  long out_first, stat_first;
+  int row0;
+};
+
+// Version 1: row after row, a row's HD columns over the warp's lanes, reduced over the warp.
+template <int HD>
+__device__ void row_statistics_in_turn(const Tensors& t, const RowStatistics& at, int lane) {
+  for (int r = 0; r < kWarpRows; ++r) {
+    const int position = at.row0 + r;
+    float partial = 0.0f;
+    if (position < t.T)
+      for (int d = lane; d < HD; d += 32)
+        partial += t.dout[at.out_first + position * t.out_ld + d] * t.out[at.out_first + position * t.out_ld + d];
+    partial = warp_sum(partial);
+    if (lane == 0) {
+      at.dot[r] = partial;
+      at.lse[r] = position < t.T ? t.log_sum_exp[at.stat_first + position] * kLog2e : 0.0f;
+      if (position < t.T) t.dots_w[at.stat_first + position] = partial;
+    }
+  }
+}
+
+// Version 2: the 16 rows at once, lanes 2r and 2r + 1 taking row r's two halves, four 16-byte loads
+// of dO and of O issued together at a time (a row past T reads row T − 1 and drops it).
+template <int HD>
+__device__ void row_statistics_at_once(const Tensors& t, const RowStatistics& at, int lane) {
+  constexpr int quads = HD / 8, batch = quads < 4 ? quads : 4;  // float4s in half a row
+  const int r = lane / 2, position = at.row0 + r, kept = position < t.T ? position : t.T - 1;
+  const long first = at.out_first + kept * t.out_ld + (lane % 2) * (HD / 2);
+  const float4* dout = reinterpret_cast<const float4*>(t.dout + first);
+  const float4* out = reinterpret_cast<const float4*>(t.out + first);
+  float partial = 0.0f;
+#pragma unroll
+  for (int j0 = 0; j0 < quads; j0 += batch) {
+    float4 a[batch], b[batch];
+#pragma unroll
+    for (int j = 0; j < batch; ++j) a[j] = __ldg(dout + j0 + j), b[j] = __ldg(out + j0 + j);
+#pragma unroll
+    for (int j = 0; j < batch; ++j) partial += a[j].x * b[j].x + a[j].y * b[j].y + a[j].z * b[j].z + a[j].w * b[j].w;
+  }
+  partial += __shfl_xor_sync(0xffffffffu, partial, 1);
+  if (lane % 2 == 0) {
+    const bool inside = position < t.T;
+    at.dot[r] = inside ? partial : 0.0f;
+    at.lse[r] = inside ? t.log_sum_exp[at.stat_first + position] * kLog2e : 0.0f;
+    if (inside) t.dots_w[at.stat_first + position] = partial;
+  }
+}
+
 // Where a block of the forward or dQ launch works: sequence b, query head h of key/value head g,
 // the query tile from q0 (tiles run longest first: the last sees the most keys), and this warp's
 // 16 rows from row0.
@@ -394,19 +448,11 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
 
   load_tile<HD, V>(qs, t.q + q_first, t.q_ld, q0, t.T);
   load_tile<HD, V>(dos, t.dout + out_first, t.out_ld, q0, t.T);
-  for (int r = 0; r < kWarpRows; ++r) {
-    const int position = row0 + r;
-    float partial = 0.0f;
-    if (position < t.T)
-      for (int d = lane; d < HD; d += 32)
-        partial += t.dout[out_first + position * t.out_ld + d] * t.out[out_first + position * t.out_ld + d];
-    partial = warp_sum(partial);
-    if (lane == 0) {
-      dot[r] = partial;
-      lse[r] = position < t.T ? t.log_sum_exp[stat_first + position] * kLog2e : 0.0f;
-      if (position < t.T) t.dots_w[stat_first + position] = partial;
-    }
-  }
+  const RowStatistics rows{dot, lse, out_first, stat_first, row0};
+  if constexpr (V == 1)
+    row_statistics_in_turn<HD>(t, rows, lane);
+  else
+    row_statistics_at_once<HD>(t, rows, lane);
   FragAcc dq[HD / 16];
 #pragma unroll
   for (int n = 0; n < HD / 16; ++n) wmma::fill_fragment(dq[n], 0.0f);

@@ -17,10 +17,9 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
-#include <string>
 
+#include "common/env_switch.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/flash_attention.hpp"
 
@@ -564,10 +563,7 @@ int tiles(int T) { return (T + kTile - 1) / kTile; }
 
 // The kernels' version (TRIDENT_FLASH_VERSION: 1, the default, or 2), read once.
 int version() {
-  static const int chosen = [] {
-    const char* value = std::getenv("TRIDENT_FLASH_VERSION");
-    return value && std::string(value) == "2" ? 2 : 1;
-  }();
+  static const int chosen = environment_says("TRIDENT_FLASH_VERSION", "2") ? 2 : 1;
   return chosen;
 }
 

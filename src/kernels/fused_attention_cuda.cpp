@@ -2,9 +2,7 @@
 // run on, under train.precision = "bf16" (their products read bf16 inputs, as every product then
 // does) and for the shapes they take. The default there since a GPU check showed them equal to the
 // tiled kernel (bench/README "GPU runs"); TRIDENT_FLASH_ATTENTION=0 falls back to the tiled kernel.
-#include <cstdlib>
-#include <string>
-
+#include "common/env_switch.hpp"
 #include "gpu/flash_attention.hpp"
 #include "kernels/attention_heads.hpp"
 #include "kernels/device.hpp"
@@ -16,10 +14,7 @@ namespace trident::attention_detail {
 namespace {
 
 bool flash_attention_on() {
-  static const bool on = [] {
-    const char* value = std::getenv("TRIDENT_FLASH_ATTENTION");
-    return !value || std::string(value) != "0";
-  }();
+  static const bool on = !environment_says("TRIDENT_FLASH_ATTENTION", "0");
   return on;
 }
 

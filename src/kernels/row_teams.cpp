@@ -1,7 +1,6 @@
 #include "kernels/row_teams.hpp"
 
-#include <cstdlib>
-#include <string>
+#include "common/env_switch.hpp"
 
 namespace trident {
 
@@ -15,10 +14,7 @@ void size_team_scratch_pool() {
 
 bool warp_rows() {
 #ifdef KOKKOS_ENABLE_CUDA
-  static const bool on = [] {
-    const char* value = std::getenv("TRIDENT_WARP_ROWS");
-    return value && std::string(value) == "1";
-  }();
+  static const bool on = environment_says("TRIDENT_WARP_ROWS", "1");
   return on;
 #else
   return false;

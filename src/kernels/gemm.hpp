@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "deck/config.hpp"
@@ -24,6 +25,40 @@ struct Bf16Copy {
   // The copy of x[0, extent), or null when that range is not inside `values`.
   const std::uint16_t* of(const float* x, long extent) const;
 };
+
+// A product's operand as it is stored: fp32 values, or bf16 bits (an activation that only products
+// read, kept in bf16 under train.precision = "bf16": ProductInput). A bf16 operand is read as it is
+// (the CPU build widens it exactly); any other precision given one is a bug (std::logic_error).
+struct Operand {
+  const float* fp32 = nullptr;
+  const std::uint16_t* bf16 = nullptr;
+  Operand(const float* values) : fp32(values) {}  // NOLINT(google-explicit-constructor): fp32 is the default
+  static Operand of_bf16(const std::uint16_t* bits) {
+    Operand operand(nullptr);
+    operand.bf16 = bits;
+    return operand;
+  }
+  // The fp32 values, for a precision that reads them as they are (fp32, TF32).
+  const float* fp32_values() const {
+    if (bf16) throw std::logic_error("gemm: a bf16 operand outside train.precision = \"bf16\"");
+    return fp32;
+  }
+};
+
+// An activation whose only readers are matrix products (GELU's output, SwiGLU's), stored as they
+// read it: bf16 bits under train.precision = "bf16", which halves its memory and spares every
+// product that reads it a rounding pass; fp32 otherwise. Exactly one of the two is set.
+struct ProductInput {
+  float* fp32 = nullptr;
+  std::uint16_t* bf16 = nullptr;
+  operator Operand() const { return bf16 ? Operand::of_bf16(bf16) : Operand(fp32); }  // NOLINT
+};
+
+// Floats a ProductInput of `elements` takes in a float arena: all of them, or under bf16 half,
+// rounded up to whole 16-byte groups so that the tensors after it stay 16-byte aligned.
+inline std::size_t product_input_floats(std::size_t elements, bool bf16) {
+  return bf16 ? (elements + 7) / 8 * 4 : elements;
+}
 
 // What every product reads besides its operands: the precision it multiplies in (deck key
 // train.precision, kernels/matmul_precision.hpp), the bf16 copy of the weights where one is kept,
@@ -67,8 +102,8 @@ struct Epilogue {
 
 // C[m, n] = alpha · op(A) · op(B) + beta · C, all row-major; op(A) is m × k, op(B) is k × n,
 // op(X) = Xᵀ when trans_x. Leading dimensions are row strides in elements.
-void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue = {});
+void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,
+          Operand b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue = {});
 
 // `batches` independent products of the shape above; product i reads a + i·stride_a and
 // b + i·stride_b and writes c + i·stride_c (strides in elements). Attention's heads are such a batch.

@@ -28,24 +28,23 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
               m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// x[0, n) as the context's precision reads it: itself in fp32, else a rounded copy (under bf16,
-// the kept copy widened where x lies in its buffer: the same values).
-const float* operand(GemmContext& context, int slot, const float* x, long n, int dropped) {
+// x[0, n) as the context's precision reads it: itself in fp32, else a rounded copy; bf16 bits (a
+// ProductInput, or the kept copy of the weights where x lies in its buffer) widened: the same values.
+const float* operand(GemmContext& context, int slot, Operand x, long n, int dropped) {
   OperandScratch& scratch = context.library().scratch;
-  if (dropped == 16)
-    if (const std::uint16_t* kept = context.bf16_copy().of(x, n)) return scratch.widened(slot, kept, n);
-  return scratch.rounded(slot, x, n, dropped);
+  if (dropped != 16) return dropped == 0 ? x.fp32_values() : scratch.rounded(slot, x.fp32_values(), n, dropped);
+  if (x.bf16) return scratch.widened(slot, x.bf16, n);
+  if (const std::uint16_t* kept = context.bf16_copy().of(x.fp32, n)) return scratch.widened(slot, kept, n);
+  return scratch.rounded(slot, x.fp32, n, dropped);
 }
 
 // The operands as the context's precision reads them.
 struct Operands {
   const float* a;
   const float* b;
-  Operands(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, const float* a_in, int lda,
-           long stride_a, const float* b_in, int ldb, long stride_b, int batches)
-      : a(a_in), b(b_in) {
+  Operands(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, Operand a_in, int lda, long stride_a,
+           Operand b_in, int ldb, long stride_b, int batches) {
     const int dropped = dropped_significand_bits(context.precision());
-    if (dropped == 0) return;
     a = operand(context, 0, a_in, operand_extent(trans_a ? k : m, trans_a ? m : k, lda, batches, stride_a), dropped);
     b = operand(context, 1, b_in, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb, batches, stride_b), dropped);
   }
@@ -53,14 +52,14 @@ struct Operands {
 
 }  // namespace
 
-void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
+void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,
+          Operand b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
   declare_kernel_cost(product_cost(context, m, n, k, beta));
   const ProfileRegion product(kProductRegion);
-  beta = prepare_epilogue(epilogue, beta, trans_b, c, m, n, ldc);
+  beta = prepare_epilogue(epilogue, beta, trans_b, b, c, m, n, ldc);
   const Operands in(context, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, 1);
   sgemm(trans_a, trans_b, m, n, k, alpha, in.a, lda, in.b, ldb, beta, c, ldc);
-  finish_epilogue(epilogue, c, m, n, ldc, b, ldb, k, context.library().epilogue);
+  finish_epilogue(epilogue, c, m, n, ldc, b.fp32, ldb, k, context.library().epilogue);
 }
 
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -2,10 +2,10 @@
 // in order without fences; each GemmContext has its own handle. The precision (kernels/matmul_precision.hpp): fp32 and
 // TF32 are cuBLAS compute types on the fp32 operands; bf16 multiplies bf16 copies of them, made on the same stream.
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "common/env_switch.hpp"
 #include "gpu/cublas_gemm.hpp"
 #include "gpu/cublaslt_gemm.hpp"
 #include "gpu/cuda_check.hpp"
@@ -27,10 +27,7 @@ struct GemmContext::Library {
   EpilogueScratch epilogue;
   std::unique_ptr<CublasLtGemm> fused = fused_epilogues_on() ? std::make_unique<CublasLtGemm>(ExecSpace().cuda_stream())
                                                              : nullptr;
-  static bool fused_epilogues_on() {
-    const char* value = std::getenv("TRIDENT_FUSED_EPILOGUES");
-    return !value || std::string(value) != "0";
-  }
+  static bool fused_epilogues_on() { return !environment_says("TRIDENT_FUSED_EPILOGUES", "0"); }
 };
 
 GemmContext::GemmContext(MatmulPrecision precision)
@@ -68,12 +65,13 @@ void round_to_bf16(std::uint16_t* out, const float* x, long n) {
   });
 }
 
-// x[0, n) rounded to bf16 (nearest, ties to even): the kept copy where x lies in its buffer (the
-// weights), else a copy made in operand scratch `slot`.
-const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, const float* x, long n) {
-  if (const std::uint16_t* kept = context.bf16_copy().of(x, n)) return reinterpret_cast<const __nv_bfloat16*>(kept);
+// x[0, n) as bf16 (rounded to nearest, ties to even): itself where it is stored so (a ProductInput),
+// the kept copy where x lies in its buffer (the weights), else a copy made in operand scratch `slot`.
+const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, Operand x, long n) {
+  if (x.bf16) return reinterpret_cast<const __nv_bfloat16*>(x.bf16);
+  if (const std::uint16_t* kept = context.bf16_copy().of(x.fp32, n)) return reinterpret_cast<const __nv_bfloat16*>(kept);
   std::uint16_t* out = context.library().scratch.halves(slot, n);
-  round_to_bf16(out, x, n);
+  round_to_bf16(out, x.fp32, n);
   return reinterpret_cast<const __nv_bfloat16*>(out);
 }
 
@@ -83,13 +81,13 @@ bool has_epilogue(const Epilogue& e) {
 
 // The product with its epilogue on cuBLASLt, where asked for and where cuBLASLt can fuse it (a
 // bias gradient of B only from fp32 inputs: the CPU build sums B unrounded). Returns whether it ran.
-bool fused_gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                int lda, const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& e) {
+bool fused_gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,
+                Operand b, int ldb, float beta, float* c, int ldc, const Epilogue& e) {
   CublasLtGemm* fused = context.library().fused.get();
   if (!fused || !has_epilogue(e)) return false;
   const FusedEpilogue fusion{e.bias, e.pre_gelu, e.gelu_input, e.column_sums, e.b_column_sums};
   if (context.precision() != MatmulPrecision::bf16)
-    return fused->gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_32F,
+    return fused->gemm(trans_a, trans_b, m, n, k, alpha, a.fp32_values(), lda, b.fp32_values(), ldb, CUDA_R_32F,
                        context.precision() == MatmulPrecision::fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32,
                        beta, c, ldc, fusion);
   if (e.b_column_sums) return false;
@@ -101,21 +99,22 @@ bool fused_gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, 
 
 }  // namespace
 
-void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
+void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,
+          Operand b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {
   declare_kernel_cost(product_cost(context, m, n, k, beta));
   const ProfileRegion product(kProductRegion);
   if (fused_gemm(context, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, epilogue)) return;
   CublasGemm& cublas = context.library().cublas;
-  beta = prepare_epilogue(epilogue, beta, trans_b, c, m, n, ldc);
+  beta = prepare_epilogue(epilogue, beta, trans_b, b, c, m, n, ldc);
   if (context.precision() != MatmulPrecision::bf16) {
-    cublas.gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, fp32_math(context));
+    cublas.gemm(trans_a, trans_b, m, n, k, alpha, a.fp32_values(), lda, b.fp32_values(), ldb, beta, c, ldc,
+                fp32_math(context));
   } else {
     const __nv_bfloat16* a16 = bf16_operand(context, 0, a, operand_extent(trans_a ? k : m, trans_a ? m : k, lda));
     const __nv_bfloat16* b16 = bf16_operand(context, 1, b, operand_extent(trans_b ? n : k, trans_b ? k : n, ldb));
     cublas.gemm(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
   }
-  finish_epilogue(epilogue, c, m, n, ldc, b, ldb, k, context.library().epilogue);
+  finish_epilogue(epilogue, c, m, n, ldc, b.fp32, ldb, k, context.library().epilogue);
 }
 
 void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

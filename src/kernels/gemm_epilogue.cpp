@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kernels/gelu.hpp"
+#include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
 
 namespace trident {
@@ -15,10 +16,11 @@ ColumnSumScratch EpilogueScratch::for_columns(int columns) {
   return buffers_->scratch();
 }
 
-float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, float* c, int m, int n, int ldc) {
+float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, Operand b, float* c, int m, int n, int ldc) {
   if ((epilogue.bias || epilogue.gelu_input) && beta != 0.0f)
     throw std::logic_error("gemm: a bias or GELU gradient epilogue needs beta = 0");
   if (epilogue.b_column_sums && trans_b) throw std::logic_error("gemm: B's column sums need B not transposed");
+  if (epilogue.b_column_sums && !b.fp32) throw std::logic_error("gemm: B's column sums need B's fp32 values");
   if (!epilogue.bias) return beta;
   const float* bias = epilogue.bias;
   declare_kernel_cost(KernelCost::of_floats(n, static_cast<double>(m) * n));
@@ -75,6 +77,12 @@ void finish_epilogue(const Epilogue& epilogue, float* c, int m, int n, int ldc, 
         "gemm_b_column_sums", k, n, KOKKOS_LAMBDA(int) { return Destinations<1>{sums}; },
         KOKKOS_LAMBDA(int r, int j) { return Terms<1>{b[static_cast<long>(r) * ldb + j]}; });
   }
+}
+
+void gelu_into_bf16(std::uint16_t* y, const float* z, long n) {
+  declare_kernel_cost(KernelCost::of_floats(n, 0.5 * n, 12.0 * n));
+  Kokkos::parallel_for("gelu_bf16", Kokkos::RangePolicy<ExecSpace>(0, n),
+                       KOKKOS_LAMBDA(long i) { y[i] = bf16_bits(gelu_math::gelu(z[i])); });
 }
 
 }  // namespace trident

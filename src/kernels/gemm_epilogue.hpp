@@ -4,6 +4,7 @@
 // these unless its library fuses the epilogue.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "kernels/column_sums.hpp"
@@ -24,11 +25,16 @@ class EpilogueScratch {
 
 // Before the product: C's rows filled with the bias. Returns the β the product then uses (1 where
 // the bias was filled, else `beta`). Throws std::logic_error for an epilogue that the product's
-// arguments cannot carry (a bias or GELU gradient with β ≠ 0, B's column sums of a transposed B).
-float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, float* c, int m, int n, int ldc);
+// arguments cannot carry (a bias or GELU gradient with β ≠ 0, B's column sums of a transposed B or
+// of a B stored in bf16).
+float prepare_epilogue(const Epilogue& epilogue, float beta, bool trans_b, Operand b, float* c, int m, int n, int ldc);
 
 // After the product: the GELU or its gradient on C, C's column sums, and B's (B k × n, rows ldb apart).
 void finish_epilogue(const Epilogue& epilogue, float* c, int m, int n, int ldc, const float* b, int ldb, int k,
                      EpilogueScratch& scratch);
+
+// y[0, n) = gelu(z[0, n)) as bf16 bits: a GELU output stored for products in bf16 (ProductInput),
+// after a product that wrote z with its bias epilogue (kernels/linear.hpp). Any build, any library.
+void gelu_into_bf16(std::uint16_t* y, const float* z, long n);
 
 }  // namespace trident

@@ -14,12 +14,12 @@ enum class WeightLayout { in_out, out_in };
 
 // y[rows, out] = x[rows, in] · w[in, out] + bias[out]; a null bias adds none (the ranks of a
 // row-parallel layer but one, whose partial sums are then added up).
-void linear_forward(GemmContext& context, float* y, const float* x, const float* w, const float* bias, int rows, int in,
+void linear_forward(GemmContext& context, float* y, Operand x, const float* w, const float* bias, int rows, int in,
                     int out, WeightLayout layout = WeightLayout::in_out);
 
 // A layer followed by GELU (GPT-2's c_fc, Conv1D layout): z = x · w + bias is kept in `pre_gelu`
-// and y = gelu(z).
-void linear_gelu_forward(GemmContext& context, float* y, float* pre_gelu, const float* x, const float* w,
+// and y = gelu(z), in fp32 (the product's epilogue) or bf16 (a kernel after it).
+void linear_gelu_forward(GemmContext& context, ProductInput y, float* pre_gelu, Operand x, const float* w,
                          const float* bias, int rows, int in, int out);
 
 // dx[rows, in] = dy[rows, out] · wᵀ   (overwrites dx; its rows dx_ld floats apart, 0: in)
@@ -33,7 +33,7 @@ void linear_backward_input_through_gelu(GemmContext& context, float* dz, float* 
                                         const float* w, const float* z, int rows, int in, int out);
 
 // dw += xᵀ · dy (in the weight's layout);  dbias[out] += Σ_rows dy (no bias: null)
-void linear_backward_weight(GemmContext& context, float* dw, float* dbias, const float* x, const float* dy, int rows,
+void linear_backward_weight(GemmContext& context, float* dw, float* dbias, Operand x, const float* dy, int rows,
                             int in, int out, WeightLayout layout = WeightLayout::in_out);
 
 }  // namespace trident

@@ -1,6 +1,7 @@
 #include "kernels/swiglu.hpp"
 
 #include "kernels/math.hpp"
+#include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
 
 namespace trident {
@@ -12,14 +13,22 @@ KOKKOS_INLINE_FUNCTION float sigmoid(float x) { return 1.0f / (1.0f + math::fast
 }  // namespace
 
 // Row by row (no index division per element; the CPU's loops over a row's columns vectorise).
-void swiglu_forward(float* h, const float* gate_up, int rows, int F) {
+void swiglu_forward(ProductInput h, const float* gate_up, int rows, int F) {
   const double n = static_cast<double>(rows) * F;
-  declare_kernel_cost(KernelCost::of_floats(2.0 * n, n, 5.0 * n));
+  declare_kernel_cost(KernelCost::of_floats(2.0 * n, h.bf16 ? 0.5 * n : n, 5.0 * n));
+  float* h32 = h.fp32;
+  std::uint16_t* h16 = h.bf16;
   for_each_row("swiglu_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const float* gate = gate_up + 2L * F * r;
     const float* up = gate + F;
-    float* h_row = h + static_cast<long>(F) * r;
-    row_for(team, 0, F, [&](int c) { h_row[c] = gate[c] * sigmoid(gate[c]) * up[c]; });
+    const long row = static_cast<long>(F) * r;
+    row_for(team, 0, F, [&](int c) {
+      const float value = gate[c] * sigmoid(gate[c]) * up[c];
+      if (h16)
+        h16[row + c] = bf16_bits(value);
+      else
+        h32[row + c] = value;
+    });
   });
 }
 

@@ -3,10 +3,12 @@
 // weight): each of `rows` rows holds F gate values, then F up values.
 #pragma once
 
+#include "kernels/gemm.hpp"
+
 namespace trident {
 
-// h[r, c] = silu(gate_up[r, c]) · gate_up[r, F + c]   (h: rows × F)
-void swiglu_forward(float* h, const float* gate_up, int rows, int F);
+// h[r, c] = silu(gate_up[r, c]) · gate_up[r, F + c]   (h: rows × F, in fp32 or bf16 as it is stored)
+void swiglu_forward(ProductInput h, const float* gate_up, int rows, int F);
 
 // The gradients w.r.t. gate and up, in the same layout: d_gate_up[r, c] = dh · up · silu'(gate),
 // d_gate_up[r, F + c] = dh · silu(gate). dh[r, c] sits at dh[r · dh_ld + c]; it may be the gate

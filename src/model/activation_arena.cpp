@@ -15,15 +15,20 @@ namespace {
 // base it only counts, so the size and the layout come from the same list.
 template <class Block>
 std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const ModelChunk& chunk,
-                  StashContent content, bool sequence_parallel, Activations<Block>& a) {
+                  StashContent content, bool sequence_parallel, bool bf16_product_inputs, Activations<Block>& a) {
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
   const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
   // Selective recomputation rebuilds the explicit kernel's probabilities; what the tiled one saves
   // is already linear in T.
   const bool rebuilt =
       content == StashContent::without_probabilities && cfg.attention == AttentionKernel::explicit_probabilities;
-  const StashShape shape{local, static_cast<std::size_t>(B),           T,
-                         C,     sequence_parallel ? BT / tp_size : BT, rebuilt ? 0 : attention_saved_floats(attention_heads(cfg, B, tp_size))};
+  const StashShape shape{local,
+                         static_cast<std::size_t>(B),
+                         T,
+                         C,
+                         sequence_parallel ? BT / tp_size : BT,
+                         rebuilt ? 0 : attention_saved_floats(attention_heads(cfg, B, tp_size)),
+                         bf16_product_inputs};
   const std::size_t V = shape.local.vocab_rows, R = shape.stream_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {
@@ -47,9 +52,9 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
 
 template <class Block>
 std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                         StashContent content, bool sequence_parallel) {
+                         StashContent content, bool sequence_parallel, bool bf16_product_inputs) {
   Activations<Block> layout;
-  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, layout);
+  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs, layout);
 }
 
 // Token ids kept with the floats: the inputs of the embedding chunk, and under recomputation the
@@ -63,11 +68,13 @@ std::size_t stashed_ids(const ModelConfig& cfg, int micro_batch_size, const Mode
 }  // namespace
 
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                        StashContent content, bool sequence_parallel) {
+                        StashContent content, bool sequence_parallel, bool bf16_product_inputs) {
   const std::size_t floats =
       cfg.family == ModelFamily::llama
-          ? stash_floats<LlamaBlock>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel)
-          : stash_floats<Gpt2Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel);
+          ? stash_floats<LlamaBlock>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel,
+                                     bf16_product_inputs)
+          : stash_floats<Gpt2Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel,
+                                    bf16_product_inputs);
   return floats * sizeof(float) + stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
 }
 
@@ -78,7 +85,7 @@ std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_siz
 template <class Block>
 ActivationArena<Block>::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size,
                                         const ModelChunk& chunk, StashContent content, ActivationMemory* memory,
-                                        bool sequence_parallel)
+                                        bool sequence_parallel, bool bf16_product_inputs)
     : cfg_(cfg),
       micro_batch_size_(micro_batch_size),
       tp_size_(tp_size),
@@ -86,14 +93,18 @@ ActivationArena<Block>::ActivationArena(const ModelConfig& cfg, int micro_batch_
       content_(content),
       memory_(memory),
       sequence_parallel_(sequence_parallel),
-      slot_floats_(stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel)),
-      slot_bytes_(stash_bytes(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel)) {}
+      bf16_product_inputs_(bf16_product_inputs),
+      slot_floats_(
+          stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs)),
+      slot_bytes_(
+          stash_bytes(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs)) {}
 
 template <class Block>
 typename ActivationArena<Block>::Slot ActivationArena<Block>::make_slot() const {
   Slot slot;
   slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
-  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, sequence_parallel_, slot.activations);
+  carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, sequence_parallel_,
+        bf16_product_inputs_, slot.activations);
   const std::size_t tokens = static_cast<std::size_t>(micro_batch_size_) * cfg_.seq_len;
   if (chunk_.embedding) slot.activations.tokens = IntBuffer("activation_tokens", tokens);
   if (content_ == StashContent::inputs && chunk_.head) slot.activations.targets = IntBuffer("activation_targets", tokens);

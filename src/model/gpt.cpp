@@ -133,11 +133,11 @@ struct DeferredWeightGrads {
 template <class Block>
 struct ChunkState {
   ChunkState(const ModelConfig& cfg, int B, int tp_size, const ModelChunk& spec, Recompute recompute,
-             bool sequence_parallel, ActivationMemory& memory)
+             bool sequence_parallel, bool bf16_product_inputs, ActivationMemory& memory)
       : spec(spec),
         stash(cfg, B, tp_size, spec,
               recompute == Recompute::selective ? StashContent::without_probabilities : StashContent::all, &memory,
-              sequence_parallel) {
+              sequence_parallel, bf16_product_inputs) {
     if (recompute == Recompute::full)
       inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory,
                                                         sequence_parallel);
@@ -215,7 +215,8 @@ class FamilyModel final : public Gpt::Impl {
              cfg.attention},
         loss_(micro_batch_size * cfg.seq_len, ctx_.local, tp) {
     for (const ModelChunk& spec : specs)
-      chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, sequence_parallel, memory));
+      chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, sequence_parallel,
+                                                gemm_.precision() == MatmulPrecision::bf16, memory));
     memory.resident = ws_.att.extent(0) * sizeof(float);
   }
 

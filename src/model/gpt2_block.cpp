@@ -37,7 +37,7 @@ Gpt2Block::Weights Gpt2Block::tensors(const FloatBuffer& buffer, const ParamStor
 void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& x, const float* input) {
   const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
   // Row-parallel linear C' → C: this rank's input features times its rows of w, summed over TP.
-  auto row_parallel = [&](float* y, const float* in, const float* weight, const float* bias, int in_features) {
+  auto row_parallel = [&](float* y, Operand in, const float* weight, const float* bias, int in_features) {
     float* partial = ctx.partial_rows(y, ctx.scratch.gathered);
     linear_forward(ctx.gemm, partial, in, weight, ctx.once(bias), BT, in_features, C);
     ctx.sum_rows(partial, y);

@@ -51,7 +51,7 @@ struct Gpt2Block {
     float* ln2_mean;   // [R]
     float* ln2_rstd;   // [R]
     float* fch;        // [B, T, 4C/tp] c_fc output, before GELU
-    float* fch_gelu;   // [B, T, 4C/tp]
+    ProductInput fch_gelu;  // [B, T, 4C/tp]   gelu(fch): bf16 under train.precision = "bf16"
     float* residual3;  // [R, C]      block output
   };
 
@@ -125,7 +125,7 @@ void Gpt2Block::carve(Stash& x, const StashShape& shape, Take&& take) {
   x.ln2_mean = take(R);
   x.ln2_rstd = take(R);
   x.fch = take(BT * mlp);
-  x.fch_gelu = take(BT * mlp);
+  x.fch_gelu = shape.product_input(take, BT * mlp);
   x.residual3 = take(R * C);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "comm/comm.hpp"
 #include "deck/choices.hpp"
@@ -41,13 +42,23 @@ struct BackwardScratch {
 // The shape of one micro-batch's stash on this rank: the TP share of the columns, the B·T rows of
 // the tensor-parallel region, and the residual stream's rows (B·T / tp under sequence
 // parallelism), and what the attention kernel saves for backward (attention_saved_floats; 0 under
-// selective recomputation with the explicit kernel, whose probabilities are then rebuilt).
+// selective recomputation with the explicit kernel, whose probabilities are then rebuilt), and
+// whether the activations only products read are kept in bf16 (train.precision = "bf16").
 struct StashShape {
   TpShape local;
   std::size_t B, T, C;
   std::size_t stream_rows;
   std::size_t attention_saved;
+  bool bf16_product_inputs = false;
   std::size_t rows() const { return B * T; }
+
+  // Carves a ProductInput of `elements` with a block's `take` (floats from the stash's arena).
+  template <class Take>
+  ProductInput product_input(Take&& take, std::size_t elements) const {
+    float* floats = take(product_input_floats(elements, bf16_product_inputs));
+    if (bf16_product_inputs) return {nullptr, reinterpret_cast<std::uint16_t*>(floats)};
+    return {floats, nullptr};
+  }
 };
 
 struct LayerContext {

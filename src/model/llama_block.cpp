@@ -73,7 +73,7 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, F = ctx.local.mlp_width;
   const QkvColumns qkv(ctx.local);
   // Row-parallel projection back to C: this rank's input features times its columns of w, summed over TP.
-  auto row_parallel = [&](float* y, const float* in, const float* weight, int in_features) {
+  auto row_parallel = [&](float* y, Operand in, const float* weight, int in_features) {
     float* partial = ctx.partial_rows(y, ctx.scratch.gathered);
     linear_forward(ctx.gemm, partial, in, weight, nullptr, BT, in_features, C, kLinear);
     ctx.sum_rows(partial, y);
@@ -153,7 +153,7 @@ void LlamaBlock::linear_weight_grads(std::initializer_list<Linear> layers, const
                                      const Stash& x, const OutputGrads& kept) {
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   const QkvColumns qkv(ctx.local);
-  auto grad = [&](float* weight_grad, const float* in, const float* out_grad, int in_features, int out_features) {
+  auto grad = [&](float* weight_grad, Operand in, const float* out_grad, int in_features, int out_features) {
     linear_backward_weight(ctx.gemm, weight_grad, nullptr, in, out_grad, BT, in_features, out_features, kLinear);
   };
   for (Linear layer : layers) {

@@ -48,7 +48,7 @@ struct LlamaBlock {
     float* norm2;       // [R, C]  post_attention_layernorm output
     float* norm2_rstd;  // [R]
     float* gate_up;     // [B, T, 2F/tp]  each token's gate | up
-    float* h;           // [B, T, F/tp]   silu(gate) · up
+    ProductInput h;     // [B, T, F/tp]   silu(gate) · up: bf16 under train.precision = "bf16"
     float* residual3;   // [R, C]  block output
   };
 
@@ -110,7 +110,7 @@ void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
   x.norm2 = take(R * C);
   x.norm2_rstd = take(R);
   x.gate_up = take(BT * 2 * f);
-  x.h = take(BT * f);
+  x.h = shape.product_input(take, BT * f);
   x.residual3 = take(R * C);
 }
 

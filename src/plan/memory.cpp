@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/attention.hpp"
+#include "kernels/gemm.hpp"
 #include "plan/buckets.hpp"
 #include "plan/model_size.hpp"
 #include "plan/pipeline_theory.hpp"
@@ -28,8 +29,12 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const std::int64_t rows = mode.sequence_parallel ? bt / tp : bt;
   // LayerNorm keeps mean and rstd per token, RMSNorm rstd only.
   const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * rows : rows;
-  // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up.
-  const std::int64_t mlp_hidden = (model.family == ModelFamily::gpt2 ? 2 : 3) * bt * f / tp;
+  // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up. The last of each
+  // (the MLP's output activation) is read by products only.
+  const std::int64_t mlp_width = bt * f / tp;
+  const std::int64_t mlp_hidden =
+      (model.family == ModelFamily::gpt2 ? 1 : 2) * mlp_width +
+      static_cast<std::int64_t>(product_input_floats(static_cast<std::size_t>(mlp_width), mode.bf16_product_inputs));
   const AttentionShape heads = attention_heads(model, micro_batch_size, tp);
   const bool rebuilt = !mode.keep_probabilities && model.attention == AttentionKernel::explicit_probabilities;
   const std::int64_t attention_saved = rebuilt ? 0 : static_cast<std::int64_t>(attention_saved_floats(heads));
@@ -93,7 +98,9 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     memory.weight_bytes += 4 * (params.total() - (shared_wte ? params.head : 0));
     const std::int64_t stash =
         4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer, layers.num_layers, first,
-                                             stage == last, tp, {!selective, deck.parallel.sequence_parallel});
+                                             stage == last, tp,
+                                             {!selective, deck.parallel.sequence_parallel,
+                                              deck.train.precision == MatmulPrecision::bf16});
     if (recompute) {
       memory.activation_bytes_per_microbatch += 4 * recompute_floats_per_microbatch(deck.model, mbs, first, stage == last);
       memory.recompute_bytes = std::max(memory.recompute_bytes, stash);

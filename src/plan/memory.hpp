@@ -32,11 +32,14 @@ namespace trident {
 // divided by tp); the rest is replicated. With mode.keep_probabilities = false (schedule.recompute
 // = "selective") the explicit kernel's B*(H/tp)*T^2 attention probabilities are not stashed; with
 // mode.sequence_parallel the residual stream's tensors (the stage's input, the norms' outputs and
-// statistics, the residuals, the block outputs) hold B*T/tp rows. Throws std::invalid_argument if
-// the layers fall outside the model.
+// statistics, the residuals, the block outputs) hold B*T/tp rows; with mode.bf16_product_inputs
+// (train.precision = "bf16") the MLP's output activation (GELU's, SwiGLU's), which only products
+// read, is kept in bf16: half the words, rounded up to whole 16-byte groups (product_input_floats).
+// Throws std::invalid_argument if the layers fall outside the model.
 struct StashMode {
   bool keep_probabilities = true;
   bool sequence_parallel = false;
+  bool bf16_product_inputs = false;
 };
 std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int first_layer,
                                               int num_layers, bool first_stage, bool last_stage, int tp = 1,

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -132,6 +133,40 @@ TEST(Bf16Copy, ProductsReadTheKeptCopyOfOperandsInsideItsBuffer) {
   EXPECT_EQ(context.bf16_copy().of(product.a.data(), 1), nullptr);
   EXPECT_EQ(context.bf16_copy().of(product.b.data() + 5, b_floats - 5), copy.data() + 5);
   EXPECT_EQ(context.bf16_copy().of(product.b.data() + 5, b_floats - 4), nullptr);  // one past the buffer
+}
+
+Bf16Buffer bf16_bits_of(const FloatBuffer& x) {
+  const std::vector<float> values = to_host(x);
+  std::vector<std::uint16_t> bits(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) bits[i] = bf16_bits(values[i]);
+  Bf16Buffer out("bits", bits.size());
+  Kokkos::deep_copy(out, Kokkos::View<const std::uint16_t*, Kokkos::HostSpace>(bits.data(), bits.size()));
+  return out;
+}
+
+// An operand stored in bf16 (a ProductInput) is read as it is: the same product as its fp32 values
+// rounded by the product itself. Only bf16 reads one; B's column sums need B's fp32 values.
+TEST(Bf16Operand, ProductsReadItAsTheRoundedValues) {
+  Product product;
+  const Bf16Buffer a16 = bf16_bits_of(product.a), b16 = bf16_bits_of(product.b);
+  GemmContext context(MatmulPrecision::bf16);
+  FloatBuffer c("c", Product::m * Product::n);
+  gemm(context, false, true, Product::m, Product::n, Product::k, 1.0f, Operand::of_bf16(a16.data()), Product::ld,
+       Operand::of_bf16(b16.data()), Product::ld, 0.0f, c.data(), Product::n);
+  expect_same_product(to_host(c), product.single(MatmulPrecision::bf16), "bf16 operands");
+
+  for (const MatmulPrecision other : {MatmulPrecision::fp32, MatmulPrecision::tf32}) {
+    GemmContext wrong(other);
+    EXPECT_THROW(gemm(wrong, false, true, Product::m, Product::n, Product::k, 1.0f, Operand::of_bf16(a16.data()),
+                      Product::ld, product.b.data(), Product::ld, 0.0f, c.data(), Product::n),
+                 std::logic_error);
+  }
+  Epilogue b_sums;
+  const FloatBuffer sums("sums", Product::k), square("square", Product::k * Product::k);
+  b_sums.b_column_sums = sums.data();
+  EXPECT_THROW(gemm(context, true, false, Product::k, Product::k, Product::m, 1.0f, product.a.data(), Product::ld,
+                    Operand::of_bf16(a16.data()), Product::ld, 0.0f, square.data(), Product::k, b_sums),
+               std::logic_error);
 }
 
 }  // namespace

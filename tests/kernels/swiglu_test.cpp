@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gradient_check.hpp"
+#include "kernels/matmul_precision.hpp"
 
 namespace trident {
 namespace {
@@ -15,7 +16,7 @@ constexpr int rows = 5, F = 7;
 struct SwigluCase {
   FloatBuffer gate_up = random_buffer(rows * 2 * F, 1, 3.0f);
   FloatBuffer h{"h", rows * F};
-  void forward() { swiglu_forward(h.data(), gate_up.data(), rows, F); }
+  void forward() { swiglu_forward({h.data()}, gate_up.data(), rows, F); }
 };
 
 TEST(Swiglu, ForwardIsSiluOfGateTimesUp) {
@@ -28,6 +29,17 @@ TEST(Swiglu, ForwardIsSiluOfGateTimesUp) {
       const double expected = g / (1.0 + std::exp(-g)) * u;
       EXPECT_NEAR(h[F * r + c], expected, 1e-5 * (1.0 + std::abs(expected))) << r << ", " << c;
     }
+}
+
+// Stored for products in bf16 (train.precision = "bf16"): the fp32 result rounded.
+TEST(Swiglu, Bf16OutputIsTheFp32OutputRounded) {
+  SwigluCase s;
+  s.forward();
+  const Bf16Buffer h16("h16", rows * F);
+  swiglu_forward({nullptr, h16.data()}, s.gate_up.data(), rows, F);
+  const std::vector<float> h = to_host(s.h);
+  const auto bits = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), h16);
+  for (int i = 0; i < rows * F; ++i) EXPECT_EQ(bits(i), bf16_bits(h[i])) << i;
 }
 
 TEST(Swiglu, BackwardMatchesFiniteDifferences) {

@@ -52,14 +52,19 @@ TEST(PlanMatchesModel, StashPerMicrobatchEqualsThePlannersFormula) {
                                     ") B=" + std::to_string(micro_batch_size) + " tp=" + std::to_string(tp);
           for (const bool selective : {false, true}) {
             for (const bool sequence_parallel : {false, true}) {
-              if (sequence_parallel && shape.seq_len % tp != 0) continue;  // the deck rule
-              const std::int64_t planned_floats = activation_floats_per_microbatch(
-                  shape, micro_batch_size, chunk.first_layer, chunk.num_layers, chunk.embedding, chunk.head, tp,
-                  {.keep_probabilities = !selective, .sequence_parallel = sequence_parallel});
-              const StashContent content = selective ? StashContent::without_probabilities : StashContent::all;
-              EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, content, sequence_parallel),
-                        static_cast<std::size_t>(planned_floats) * 4)
-                  << where << (selective ? " selective" : "") << (sequence_parallel ? " sequence parallel" : "");
+              for (const bool bf16 : {false, true}) {
+                if (sequence_parallel && shape.seq_len % tp != 0) continue;  // the deck rule
+                const std::int64_t planned_floats = activation_floats_per_microbatch(
+                    shape, micro_batch_size, chunk.first_layer, chunk.num_layers, chunk.embedding, chunk.head, tp,
+                    {.keep_probabilities = !selective,
+                     .sequence_parallel = sequence_parallel,
+                     .bf16_product_inputs = bf16});
+                const StashContent content = selective ? StashContent::without_probabilities : StashContent::all;
+                EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, content, sequence_parallel, bf16),
+                          static_cast<std::size_t>(planned_floats) * 4)
+                    << where << (selective ? " selective" : "") << (sequence_parallel ? " sequence parallel" : "")
+                    << (bf16 ? " bf16" : "");
+              }
             }
           }
           EXPECT_EQ(stash_bytes(shape, micro_batch_size, tp, chunk, StashContent::inputs),

@@ -51,6 +51,12 @@ struct Operand {
 struct ProductInput {
   float* fp32 = nullptr;
   std::uint16_t* bf16 = nullptr;
+  ProductInput(float* values = nullptr) : fp32(values) {}  // NOLINT(google-explicit-constructor): as Operand
+  static ProductInput of_bf16(std::uint16_t* bits) {
+    ProductInput input;
+    input.bf16 = bits;
+    return input;
+  }
   operator Operand() const { return bf16 ? Operand::of_bf16(bf16) : Operand(fp32); }  // NOLINT
 };
 

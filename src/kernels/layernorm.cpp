@@ -2,21 +2,21 @@
 
 #include "kernels/column_sums.hpp"
 #include "kernels/math.hpp"
+#include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
 
 namespace trident {
 
-void layernorm_forward(float* out, float* mean, float* rstd, const NormInput& x, const float* weight,
+void layernorm_forward(ProductInput out, float* mean, float* rstd, const NormInput& x, const float* weight,
                        const float* bias, int rows, int C) {
-  declare_kernel_cost(norm_forward_cost(x, rows, C, 2, 8));
+  declare_kernel_cost(norm_forward_cost(x, rows, C, 2, 8, out.bf16 != nullptr));
   for_each_row("layernorm_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const long offset = static_cast<long>(r) * C;
     const float m = x.first_pass(team, offset, C, [](float value) { return value; }) / C;
     const float* x_row = x.row(offset);
     const float squares = row_sum(team, C, [&](int c) { return (x_row[c] - m) * (x_row[c] - m); });
     const float s = 1.0f / math::sqrt(squares / C + kLayerNormEps);
-    float* out_row = out + static_cast<long>(r) * C;
-    row_for(team, 0, C, [&](int c) { out_row[c] = (x_row[c] - m) * s * weight[c] + bias[c]; });
+    row_for(team, 0, C, [&](int c) { store(out, offset + c, (x_row[c] - m) * s * weight[c] + bias[c]); });
     once_per_row(team, [&] {
       mean[r] = m;
       rstd[r] = s;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernels/column_sums.hpp"
+#include "kernels/gemm.hpp"
 #include "kernels/norm_input.hpp"
 
 namespace trident {
@@ -10,8 +11,9 @@ inline constexpr float kLayerNormEps = 1e-5f;
 
 // out[r, :] = (x[r, :] − mean[r]) · rstd[r] · weight + bias for each of `rows` rows of C;
 // mean and rstd (1 / standard deviation) are saved for the backward pass. x may be a residual sum
-// a + b, which is written out as it is read (kernels/norm_input.hpp).
-void layernorm_forward(float* out, float* mean, float* rstd, const NormInput& x, const float* weight,
+// a + b, which is written out as it is read (kernels/norm_input.hpp). out is stored as it is kept
+// (fp32, or bf16 bits where only products read it: kernels/gemm.hpp's ProductInput).
+void layernorm_forward(ProductInput out, float* mean, float* rstd, const NormInput& x, const float* weight,
                        const float* bias, int rows, int C);
 
 // Accumulates (+=) into dx, dweight and dbias the gradients of Σ dout · out, in one launch (the

@@ -10,6 +10,7 @@
 
 #include "deck/config.hpp"
 #include "kernels/device.hpp"
+#include "kernels/gemm.hpp"
 #include "kernels/math.hpp"
 
 namespace trident {
@@ -33,6 +34,14 @@ KOKKOS_INLINE_FUNCTION float round_significand(float x, int dropped) {
 // x as bf16 bits: rounded to nearest, ties to even, as products read it under bf16.
 KOKKOS_INLINE_FUNCTION std::uint16_t bf16_bits(float x) {
   return static_cast<std::uint16_t>(math::bit_cast<unsigned>(round_significand(x, 16)) >> 16);
+}
+
+// out[i] = value, stored as `out` is kept: fp32, or bf16 bits (rounded as a product would read it).
+KOKKOS_INLINE_FUNCTION void store(const ProductInput& out, long i, float value) {
+  if (out.bf16)
+    out.bf16[i] = bf16_bits(value);
+  else
+    out.fp32[i] = value;
 }
 
 // The fp32 value of bf16 bits (exact).

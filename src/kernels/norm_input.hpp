@@ -42,12 +42,14 @@ struct NormInput {
 };
 
 // A norm's cost over rows × C (kernels/profile.hpp): forward reads x (a and b, and writes a + b, for
-// a residual sum), writes its output, reads `vectors` C-vectors (LayerNorm's γ and β, RMSNorm's γ)
-// and writes as many statistics per row (mean and 1/σ; 1/rms). Backward reads dout, x and dx (added
-// to), writes dx, reads the statistics and γ, and adds into the vectors' gradients.
-inline KernelCost norm_forward_cost(const NormInput& x, int rows, int C, int vectors, double flops_per_element) {
+// a residual sum), writes its output (2 bytes an element where it is stored in bf16), reads
+// `vectors` C-vectors (LayerNorm's γ and β, RMSNorm's γ) and writes as many statistics per row
+// (mean and 1/σ; 1/rms). Backward reads dout, x and dx (added to), writes dx, reads the statistics
+// and γ, and adds into the vectors' gradients.
+inline KernelCost norm_forward_cost(const NormInput& x, int rows, int C, int vectors, double flops_per_element,
+                                    bool bf16_output) {
   const double n = static_cast<double>(rows) * C, passes = x.added ? 2.0 : 1.0;
-  return KernelCost::of_floats(passes * n + vectors * C, passes * n + vectors * rows,
+  return KernelCost::of_floats(passes * n + vectors * C, (passes - (bf16_output ? 0.5 : 0.0)) * n + vectors * rows,
                                flops_per_element * n + (passes - 1.0) * n);
 }
 inline KernelCost norm_backward_cost(int rows, int C, int vectors, double flops_per_element) {

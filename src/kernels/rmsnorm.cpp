@@ -2,20 +2,21 @@
 
 #include "kernels/column_sums.hpp"
 #include "kernels/math.hpp"
+#include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
 
 namespace trident {
 
-void rmsnorm_forward(float* out, float* rstd, const NormInput& x, const float* weight, float eps, int rows, int C) {
-  declare_kernel_cost(norm_forward_cost(x, rows, C, 1, 4));
+void rmsnorm_forward(ProductInput out, float* rstd, const NormInput& x, const float* weight, float eps, int rows,
+                     int C) {
+  declare_kernel_cost(norm_forward_cost(x, rows, C, 1, 4, out.bf16 != nullptr));
   for_each_row(
       "rmsnorm_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         const long offset = static_cast<long>(r) * C;
         const float squares = x.first_pass(team, offset, C, [](float value) { return value * value; });
         const float* x_row = x.row(offset);
         const float s = 1.0f / math::sqrt(squares / C + eps);
-        float* out_row = out + static_cast<long>(r) * C;
-        row_for(team, 0, C, [&](int c) { out_row[c] = x_row[c] * s * weight[c]; });
+        row_for(team, 0, C, [&](int c) { store(out, offset + c, x_row[c] * s * weight[c]); });
         once_per_row(team, [&] { rstd[r] = s; });
       });
 }

@@ -16,19 +16,11 @@ KOKKOS_INLINE_FUNCTION float sigmoid(float x) { return 1.0f / (1.0f + math::fast
 void swiglu_forward(ProductInput h, const float* gate_up, int rows, int F) {
   const double n = static_cast<double>(rows) * F;
   declare_kernel_cost(KernelCost::of_floats(2.0 * n, h.bf16 ? 0.5 * n : n, 5.0 * n));
-  float* h32 = h.fp32;
-  std::uint16_t* h16 = h.bf16;
   for_each_row("swiglu_forward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const float* gate = gate_up + 2L * F * r;
     const float* up = gate + F;
     const long row = static_cast<long>(F) * r;
-    row_for(team, 0, F, [&](int c) {
-      const float value = gate[c] * sigmoid(gate[c]) * up[c];
-      if (h16)
-        h16[row + c] = bf16_bits(value);
-      else
-        h32[row + c] = value;
-    });
+    row_for(team, 0, F, [&](int c) { store(h, row + c, gate[c] * sigmoid(gate[c]) * up[c]); });
   });
 }
 

@@ -10,7 +10,7 @@
 namespace trident {
 
 // logits[rows, V] = x[rows, C] · wte[V, C]ᵀ
-void tied_head_forward(GemmContext& context, float* logits, const float* x, const float* wte, int rows, int C, int V,
+void tied_head_forward(GemmContext& context, float* logits, Operand x, const float* wte, int rows, int C, int V,
                        int ld);
 
 // dx[rows, C] = scale · dlogits · wte   (overwrites dx)
@@ -18,7 +18,7 @@ void tied_head_backward_input(GemmContext& context, float* dx, const float* dlog
                               int rows, int C, int V, int ld);
 
 // dwte[V, C] += scale · dlogitsᵀ · x
-void tied_head_backward_weight(GemmContext& context, float* dwte, const float* dlogits, const float* x, float scale,
+void tied_head_backward_weight(GemmContext& context, float* dwte, const float* dlogits, Operand x, float scale,
                                int rows, int C, int V, int ld);
 
 }  // namespace trident

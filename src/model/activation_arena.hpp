@@ -31,7 +31,7 @@ struct Activations {
   // R: the residual stream's rows, B·T (or B·T/tp under sequence parallelism).
   float* encoded;  // [R, C] the chunk's input: token (+ position) embedding, or the previous chunk's output
   std::vector<typename Block::Stash> layers;  // the chunk's blocks, in order
-  float* final_norm;                          // [R, C]   (head chunk only, like the four below)
+  ProductInput final_norm;                    // [R, C]   (head chunk only, like the four below)
   float* final_norm_mean;                     // [R]      LayerNorm families only
   float* final_norm_rstd;                     // [R]
   float* probs;     // [B, T, ⌈V/tp⌉] this TP rank's logits, then softmax − onehot(target)

@@ -10,6 +10,12 @@ const float* LayerContext::gather_rows(const float* local, float* full) const {
   return full;
 }
 
+Operand LayerContext::gather_rows(const ProductInput& local, float* full) const {
+  if (!sequence_parallel) return local;
+  if (!local.fp32) throw std::logic_error("LayerContext::gather_rows: a bf16 tensor under sequence parallelism");
+  return gather_rows(local.fp32, full);
+}
+
 CommRequestPtr LayerContext::sum_rows_async(float* partial, float* local) const {
   if (sequence_parallel) return tp.reduce_scatter_sum_async(partial, local, local_floats());
   if (partial != local)

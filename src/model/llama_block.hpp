@@ -39,13 +39,13 @@ struct LlamaBlock {
 
   // What forward keeps for backward, one micro-batch (plan/memory.cpp counts the same list).
   struct Stash {
-    float* norm1;       // [R, C]  input_layernorm output (R: the stream's rows, as in Gpt2Block)
+    ProductInput norm1;  // [R, C]  input_layernorm output (R: the stream's rows, as in Gpt2Block)
     float* norm1_rstd;  // [R]
     float* qkv;         // [B, T, (H + 2·KV)/tp · hd]  each token's q | k | v, q and k after RoPE
     float* att;         // what attention keeps: [B, H/tp, T] log-sum-exps (tiled) or [B, H/tp, T, T] probabilities
     float* atty;        // [B, T, H/tp · hd]   attention output, before o_proj
     float* residual2;   // [R, C]  residual stream after attention
-    float* norm2;       // [R, C]  post_attention_layernorm output
+    ProductInput norm2;  // [R, C]  post_attention_layernorm output
     float* norm2_rstd;  // [R]
     float* gate_up;     // [B, T, 2F/tp]  each token's gate | up
     ProductInput h;     // [B, T, F/tp]   silu(gate) · up: bf16 under train.precision = "bf16"
@@ -101,13 +101,13 @@ void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
   const TpShape& local = shape.local;
   const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C;
   const std::size_t hd = local.head_dim, f = local.mlp_width;
-  x.norm1 = take(R * C);
+  x.norm1 = shape.norm_output(take, R * C);
   x.norm1_rstd = take(R);
   x.qkv = take(BT * qkv_width(local));
   x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * local.heads * hd);
   x.residual2 = take(R * C);
-  x.norm2 = take(R * C);
+  x.norm2 = shape.norm_output(take, R * C);
   x.norm2_rstd = take(R);
   x.gate_up = take(BT * 2 * f);
   x.h = shape.product_input(take, BT * f);

@@ -39,17 +39,21 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const bool rebuilt = !mode.keep_probabilities && model.attention == AttentionKernel::explicit_probabilities;
   const std::int64_t attention_saved = rebuilt ? 0 : static_cast<std::int64_t>(attention_saved_floats(heads));
 
-  const std::int64_t per_layer = rows * c + norm_stats    // first norm
-                                 + bt * qkv_width         // q, k, v
-                                 + attention_saved        // what attention keeps for backward
-                                 + bt * c / tp            // attention output (before its projection)
-                                 + rows * c               // residual after attention
-                                 + rows * c + norm_stats  // second norm
-                                 + mlp_hidden             // MLP hidden activations
-                                 + rows * c;              // block output
+  // A norm's output is read by products only (so bf16 under bf16) unless sequence parallelism
+  // gathers it first.
+  const std::int64_t norm_output = static_cast<std::int64_t>(product_input_floats(
+      static_cast<std::size_t>(rows * c), mode.bf16_product_inputs && !mode.sequence_parallel));
+  const std::int64_t per_layer = norm_output + norm_stats  // first norm
+                                 + bt * qkv_width           // q, k, v
+                                 + attention_saved          // what attention keeps for backward
+                                 + bt * c / tp              // attention output (before its projection)
+                                 + rows * c                 // residual after attention
+                                 + norm_output + norm_stats  // second norm
+                                 + mlp_hidden               // MLP hidden activations
+                                 + rows * c;                // block output
   const std::int64_t chunk_input = rows * c;  // the embedding output on the first stage, else the one received
   const std::int64_t token_ids = first_stage ? bt : 0;                            // int32
-  const std::int64_t head_and_loss = rows * c + norm_stats                        // final norm
+  const std::int64_t head_and_loss = norm_output + norm_stats                     // final norm
                                      + bt * (padded_vocab(model.vocab, tp) / tp)  // probabilities
                                      + bt;                                        // per-token losses
   return chunk_input + token_ids + num_layers * per_layer + (last_stage ? head_and_loss : 0);

@@ -33,8 +33,9 @@ namespace trident {
 // = "selective") the explicit kernel's B*(H/tp)*T^2 attention probabilities are not stashed; with
 // mode.sequence_parallel the residual stream's tensors (the stage's input, the norms' outputs and
 // statistics, the residuals, the block outputs) hold B*T/tp rows; with mode.bf16_product_inputs
-// (train.precision = "bf16") the MLP's output activation (GELU's, SwiGLU's), which only products
-// read, is kept in bf16: half the words, rounded up to whole 16-byte groups (product_input_floats).
+// (train.precision = "bf16") what only products read is kept in bf16: half the words, rounded up
+// to whole 16-byte groups (product_input_floats): the MLP's output activation (GELU's, SwiGLU's)
+// and, without sequence parallelism (whose gather moves them in fp32), the norms' outputs.
 // Throws std::invalid_argument if the layers fall outside the model.
 struct StashMode {
   bool keep_probabilities = true;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/device.hpp"
+#include "kernels/matmul_precision.hpp"
 
 namespace trident::testing {
 
@@ -25,6 +26,14 @@ inline void copy_to(const FloatBuffer& buffer, const std::vector<float>& values)
   auto mirror = Kokkos::create_mirror_view(buffer);
   std::copy(values.begin(), values.end(), mirror.data());
   Kokkos::deep_copy(buffer, mirror);
+}
+
+// A kernel's output stored in bf16 (a ProductInput) is its fp32 output rounded, element by element.
+inline void expect_bf16_of(const Bf16Buffer& bits, const FloatBuffer& values) {
+  const auto stored = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bits);
+  const std::vector<float> expected = to_host(values);
+  ASSERT_EQ(stored.extent(0), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(stored(i), bf16_bits(expected[i])) << i;
 }
 
 inline std::vector<float> random_values(std::size_t n, std::uint64_t seed, float stddev = 1.0f, float mean = 0.0f) {

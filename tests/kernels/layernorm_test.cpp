@@ -36,6 +36,19 @@ TEST(LayerNorm, ForwardMatchesReference) {
   }
 }
 
+// Stored for products in bf16 (train.precision = "bf16"): the fp32 output rounded, the same statistics.
+TEST(LayerNorm, Bf16OutputIsTheFp32OutputRounded) {
+  LayerNormCase n;
+  n.forward();
+  const Bf16Buffer out16("out16", rows * C);
+  const FloatBuffer mean("mean16", rows), rstd("rstd16", rows);
+  layernorm_forward(ProductInput::of_bf16(out16.data()), mean.data(), rstd.data(), n.x.data(), n.weight.data(),
+                    n.bias.data(), rows, C);
+  expect_bf16_of(out16, n.out);
+  EXPECT_EQ(to_host(mean), to_host(n.mean));
+  EXPECT_EQ(to_host(rstd), to_host(n.rstd));
+}
+
 TEST(LayerNorm, BackwardAccumulatesFiniteDifferenceGradients) {
   LayerNormCase n;
   const FloatBuffer proj = random_buffer(rows * C, 4);

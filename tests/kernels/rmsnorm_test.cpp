@@ -34,6 +34,17 @@ TEST(RmsNorm, ForwardMatchesReference) {
   }
 }
 
+// Stored for products in bf16 (train.precision = "bf16"): the fp32 output rounded, the same rstd.
+TEST(RmsNorm, Bf16OutputIsTheFp32OutputRounded) {
+  RmsNormCase n;
+  n.forward();
+  const Bf16Buffer out16("out16", rows * C);
+  const FloatBuffer rstd("rstd16", rows);
+  rmsnorm_forward(ProductInput::of_bf16(out16.data()), rstd.data(), n.x.data(), n.weight.data(), kEps, rows, C);
+  expect_bf16_of(out16, n.out);
+  EXPECT_EQ(to_host(rstd), to_host(n.rstd));
+}
+
 TEST(RmsNorm, BackwardAccumulatesFiniteDifferenceGradients) {
   RmsNormCase n;
   const FloatBuffer proj = random_buffer(rows * C, 4);

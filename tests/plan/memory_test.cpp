@@ -143,7 +143,7 @@ TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
 
 // Under bf16 the products read a bf16 copy of the weights (ParamStore::keep_bf16_copy): 2 more bytes
 // per parameter; no copy in fp32 or TF32.
-TEST(Memory, Bf16AddsTheWeightsCopyAndKeepsTheMlpOutputInHalves) {
+TEST(Memory, Bf16AddsTheWeightsCopyAndKeepsWhatOnlyProductsReadInHalves) {
   Deck deck;
   deck.model = tiny();
   const auto stages = partition_layers(deck.model, deck.parallel);
@@ -152,11 +152,17 @@ TEST(Memory, Bf16AddsTheWeightsCopyAndKeepsTheMlpOutputInHalves) {
   deck.train.precision = MatmulPrecision::bf16;
   const RankMemory bf16 = rank_memory(deck, stages, 0);
   EXPECT_EQ(bf16.weight_copy_bytes, 2 * total_params(deck.model));
-  // Each layer's GELU output, B·T × 4C, in 2 bytes instead of 4 (4C = 32: whole 16-byte groups).
-  const std::int64_t gelu_output = static_cast<std::int64_t>(deck.schedule.micro_batch_size) * deck.model.seq_len *
-                                   4 * deck.model.d_model;
-  EXPECT_EQ(bf16.activation_bytes_per_microbatch,
-            fp32.activation_bytes_per_microbatch - 2 * deck.model.layers * gelu_output);
+  // Each layer's GELU output (B·T × 4C) and its two norms' outputs (B·T × C each), and the final
+  // norm's, in 2 bytes instead of 4 (B·T·C = 32·B: whole 16-byte groups).
+  const std::int64_t rows = static_cast<std::int64_t>(deck.schedule.micro_batch_size) * deck.model.seq_len;
+  const std::int64_t halved = rows * deck.model.d_model * (deck.model.layers * (4 + 2) + 1);
+  EXPECT_EQ(bf16.activation_bytes_per_microbatch, fp32.activation_bytes_per_microbatch - 2 * halved);
+  // Under sequence parallelism the norms' outputs are gathered in fp32 and stay so.
+  deck.parallel.sequence_parallel = true;
+  const std::int64_t sequence_parallel = rank_memory(deck, stages, 0).activation_bytes_per_microbatch;
+  deck.train.precision = MatmulPrecision::fp32;
+  EXPECT_EQ(sequence_parallel, rank_memory(deck, stages, 0).activation_bytes_per_microbatch -
+                                   2 * rows * deck.model.d_model * 4 * deck.model.layers);
   EXPECT_EQ(bf16.total_bytes(), fp32.total_bytes() + 2 * total_params(deck.model) -
                                     (fp32.activation_bytes() - bf16.activation_bytes()));
   EXPECT_LT(bf16.activation_bytes(), fp32.activation_bytes());

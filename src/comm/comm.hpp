@@ -41,6 +41,8 @@ class Comm {
   virtual void queue_all_reduce_sum(double* data, std::size_t count) = 0;
   // recv[r·count + i] = send_of_rank_r[i]  (recv holds size()·count).
   virtual void all_gather(const float* send, float* recv, std::size_t count) = 0;
+  // The same for bf16 bits (activations kept in bf16 under train.precision = "bf16"): moved, never summed.
+  virtual void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) = 0;
   // recv[i] = Σ_r send_of_rank_r[rank()·count + i]  (send holds size()·count).
   virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count) = 0;
   virtual CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) = 0;

@@ -9,21 +9,26 @@ namespace trident {
 
 namespace {
 
-using HostFloats = Kokkos::View<float*, Kokkos::HostSpace>;
+template <class T>
+using HostBuffer = Kokkos::View<T*, Kokkos::HostSpace>;
+using HostFloats = HostBuffer<float>;
 using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
 
-HostFloats host_buffer(std::size_t count) {
-  return HostFloats(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("host_staged")), count);
+template <class T = float>
+HostBuffer<T> host_buffer(std::size_t count) {
+  return HostBuffer<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("host_staged")), count);
 }
 
-HostFloats to_host(const float* device, std::size_t count) {
-  HostFloats host = host_buffer(count);
-  Kokkos::deep_copy(host, Kokkos::View<const float*, MemSpace, Unmanaged>(device, count));
+template <class T>
+HostBuffer<T> to_host(const T* device, std::size_t count) {
+  HostBuffer<T> host = host_buffer<T>(count);
+  Kokkos::deep_copy(host, Kokkos::View<const T*, MemSpace, Unmanaged>(device, count));
   return host;
 }
 
-void to_device(float* device, const HostFloats& host) {
-  Kokkos::deep_copy(Kokkos::View<float*, MemSpace, Unmanaged>(device, host.extent(0)), host);
+template <class T>
+void to_device(T* device, const HostBuffer<T>& host) {
+  Kokkos::deep_copy(Kokkos::View<T*, MemSpace, Unmanaged>(device, host.extent(0)), host);
 }
 
 // Keeps the host buffers alive while the wrapped operation runs, and copies its result (if any)
@@ -79,10 +84,9 @@ class HostStagedComm final : public Comm {
     CommRequestPtr inner = host_->all_reduce_sum_async(host.data(), count);
     return std::make_unique<StagedRequest>(HostFloats(), host, data, std::move(inner));
   }
-  void all_gather(const float* send, float* recv, std::size_t count) override {
-    const HostFloats host_send = to_host(send, count), host_recv = host_buffer(size() * count);
-    host_->all_gather(host_send.data(), host_recv.data(), count);
-    to_device(recv, host_recv);
+  void all_gather(const float* send, float* recv, std::size_t count) override { gather(send, recv, count); }
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override {
+    gather(send, recv, count);
   }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     reduce_scatter_sum_async(send, recv, count)->wait();
@@ -109,6 +113,13 @@ class HostStagedComm final : public Comm {
   }
 
  private:
+  template <class T>
+  void gather(const T* send, T* recv, std::size_t count) {
+    const HostBuffer<T> host_send = to_host(send, count), host_recv = host_buffer<T>(size() * count);
+    host_->all_gather(host_send.data(), host_recv.data(), count);
+    to_device(recv, host_recv);
+  }
+
   std::unique_ptr<Comm> host_;
 };
 

@@ -23,6 +23,9 @@ class LocalComm final : public Comm {
   CommRequestPtr all_reduce_sum_async(float*, std::size_t) override { return std::make_unique<CompletedRequest>(); }
   void queue_all_reduce_sum(double*, std::size_t) override {}
   void all_gather(const float* send, float* recv, std::size_t count) override { copy(send, recv, count); }
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override {
+    if (send != recv) copy_bf16(recv, send, count);
+  }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override { copy(send, recv, count); }
   CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override {
     copy(send, recv, count);

@@ -83,9 +83,10 @@ class MpiComm final : public Comm {
     return std::make_unique<MpiRequest>(request, "non-blocking all-reduce", group_);
   }
   void all_gather(const float* send, float* recv, std::size_t count) override {
-    const BlockedIn watched("all-gather", group_);
-    const void* source = send == recv + rank_ * count ? MPI_IN_PLACE : send;
-    check(MPI_Allgather(source, as_count(count), MPI_FLOAT, recv, as_count(count), MPI_FLOAT, comm_), "Allgather");
+    gather(send, recv, count, MPI_FLOAT);
+  }
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override {
+    gather(send, recv, count, MPI_UINT16_T);
   }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     const BlockedIn watched("reduce-scatter", group_);
@@ -113,6 +114,13 @@ class MpiComm final : public Comm {
   }
 
  private:
+  template <class T>
+  void gather(const T* send, T* recv, std::size_t count, MPI_Datatype type) {
+    const BlockedIn watched("all-gather", group_);
+    const void* source = send == recv + rank_ * count ? MPI_IN_PLACE : send;
+    check(MPI_Allgather(source, as_count(count), type, recv, as_count(count), type, comm_), "Allgather");
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

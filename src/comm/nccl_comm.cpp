@@ -57,9 +57,10 @@ class NcclComm final : public Comm {
     before_compute();
   }
   void all_gather(const float* send, float* recv, std::size_t count) override {
-    after_compute();
-    TRIDENT_GPU_CHECK(ncclAllGather(send, recv, count, ncclFloat, comm_, stream_));
-    queued("all-gather")->wait();  // the compute stream waits, not the host
+    gather(send, recv, count, ncclFloat);
+  }
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override {
+    gather(send, recv, count, ncclBfloat16);
   }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     reduce_scatter_sum_async(send, recv, count)->wait();
@@ -99,6 +100,12 @@ class NcclComm final : public Comm {
   void before_compute() {
     TRIDENT_GPU_CHECK(cudaEventRecord(comm_done_, stream_));
     TRIDENT_GPU_CHECK(cudaStreamWaitEvent(compute_, comm_done_, 0));
+  }
+  template <class T>
+  void gather(const T* send, T* recv, std::size_t count, ncclDataType_t type) {
+    after_compute();
+    TRIDENT_GPU_CHECK(ncclAllGather(send, recv, count, type, comm_, stream_));
+    queued("all-gather")->wait();  // the compute stream waits, not the host
   }
   // The collective queued last: its wait() orders the compute stream after it (no host wait).
   CommRequestPtr queued(const char* operation) {

@@ -84,6 +84,9 @@ class NcclPipelineComm final : public Comm {
   void all_gather(const float* send, float* recv, std::size_t count) override {
     collectives_->all_gather(send, recv, count);
   }
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override {
+    collectives_->all_gather(send, recv, count);
+  }
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
     collectives_->reduce_scatter_sum(send, recv, count);
   }

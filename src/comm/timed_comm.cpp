@@ -96,6 +96,11 @@ void TimedComm::all_gather(const float* send, float* recv, std::size_t count) {
   blocked(&tally, [&] { inner_->all_gather(send, recv, count); });
 }
 
+void TimedComm::all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) {
+  CollectiveTally& tally = called(Collective::all_gather, count * size() * sizeof(std::uint16_t));
+  blocked(&tally, [&] { inner_->all_gather(send, recv, count); });
+}
+
 void TimedComm::reduce_scatter_sum(const float* send, float* recv, std::size_t count) {
   CollectiveTally& tally = called(Collective::reduce_scatter, count * size() * kFloat);
   blocked(&tally, [&] { inner_->reduce_scatter_sum(send, recv, count); });

@@ -47,6 +47,7 @@ class TimedComm final : public Comm {
   CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override;
   void queue_all_reduce_sum(double* data, std::size_t count) override;
   void all_gather(const float* send, float* recv, std::size_t count) override;
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override;
   void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override;
   CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override;
   void broadcast(float* data, std::size_t count, int root) override;

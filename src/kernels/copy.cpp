@@ -19,6 +19,7 @@ void copy_elements(const char* label, T* dst, const T* src, std::size_t n) {
 
 void copy_floats(float* dst, const float* src, std::size_t n) { copy_elements("copy_floats", dst, src, n); }
 void copy_ints(int* dst, const int* src, std::size_t n) { copy_elements("copy_ints", dst, src, n); }
+void copy_bf16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) { copy_elements("copy_bf16", dst, src, n); }
 void zero_floats(float* dst, std::size_t n) {
   declare_kernel_cost(KernelCost::of_floats(0.0, static_cast<double>(n)));
   Kokkos::parallel_for("zero_floats", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0f; });

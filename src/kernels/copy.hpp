@@ -1,12 +1,15 @@
-// Device-to-device copies between raw buffers (pipeline messages, stashed inputs), and zeroing one.
+// Device-to-device copies between raw buffers (pipeline messages, stashed inputs, a group of one
+// rank's gathers), and zeroing one.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace trident {
 
 void copy_floats(float* dst, const float* src, std::size_t n);
 void copy_ints(int* dst, const int* src, std::size_t n);
+void copy_bf16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n);  // bf16 bits
 void zero_floats(float* dst, std::size_t n);
 void zero_doubles(double* dst, std::size_t n);
 

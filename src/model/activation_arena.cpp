@@ -28,8 +28,7 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
                          C,
                          sequence_parallel ? BT / tp_size : BT,
                          rebuilt ? 0 : attention_saved_floats(attention_heads(cfg, B, tp_size)),
-                         bf16_product_inputs,
-                         sequence_parallel};
+                         bf16_product_inputs};
   const std::size_t V = shape.local.vocab_rows, R = shape.stream_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {
@@ -43,7 +42,7 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
   a.layers.resize(chunk.num_layers);
   for (typename Block::Stash& layer : a.layers) Block::carve(layer, shape, take);
   if (!chunk.head) return used;
-  a.final_norm = shape.norm_output(take, R * C);
+  a.final_norm = shape.product_input(take, R * C);
   a.final_norm_mean = Block::kLayerNorm ? take(R) : nullptr;
   a.final_norm_rstd = take(R);
   a.probs = take(BT * V);

@@ -40,7 +40,7 @@ struct Gpt2Block {
   // What forward keeps for backward, one micro-batch. R: the residual stream's rows, B·T (or B·T/tp
   // under sequence parallelism).
   struct Stash {
-    ProductInput ln1;  // [R, C]      ln_1 output (StashShape::norm_output: bf16 or fp32)
+    ProductInput ln1;  // [R, C]      ln_1 output (a ProductInput: bf16 or fp32)
     float* ln1_mean;   // [R]
     float* ln1_rstd;   // [R]
     float* qkv;        // [B, T, 3C/tp]      this TP rank's heads of q, k and v
@@ -114,14 +114,14 @@ void Gpt2Block::carve(Stash& x, const StashShape& shape, Take&& take) {
   const TpShape& local = shape.local;
   const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C;
   const std::size_t attn = local.attn_width, mlp = local.mlp_width;
-  x.ln1 = shape.norm_output(take, R * C);
+  x.ln1 = shape.product_input(take, R * C);
   x.ln1_mean = take(R);
   x.ln1_rstd = take(R);
   x.qkv = take(3 * BT * attn);
   x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * attn);
   x.residual2 = take(R * C);
-  x.ln2 = shape.norm_output(take, R * C);
+  x.ln2 = shape.product_input(take, R * C);
   x.ln2_mean = take(R);
   x.ln2_rstd = take(R);
   x.fch = take(BT * mlp);

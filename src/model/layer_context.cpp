@@ -1,5 +1,6 @@
 #include "model/layer_context.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 
 namespace trident {
@@ -11,9 +12,11 @@ const float* LayerContext::gather_rows(const float* local, float* full) const {
 }
 
 Operand LayerContext::gather_rows(const ProductInput& local, float* full) const {
+  if (local.fp32) return gather_rows(local.fp32, full);
   if (!sequence_parallel) return local;
-  if (!local.fp32) throw std::logic_error("LayerContext::gather_rows: a bf16 tensor under sequence parallelism");
-  return gather_rows(local.fp32, full);
+  auto* full_bits = reinterpret_cast<std::uint16_t*>(full);
+  tp.all_gather(local.bf16, full_bits, local_floats());
+  return Operand::of_bf16(full_bits);
 }
 
 CommRequestPtr LayerContext::sum_rows_async(float* partial, float* local) const {

@@ -50,16 +50,7 @@ struct StashShape {
   std::size_t stream_rows;
   std::size_t attention_saved;
   bool bf16_product_inputs = false;
-  bool sequence_parallel = false;
   std::size_t rows() const { return B * T; }
-
-  // A norm's output: read by products only, unless sequence parallelism gathers its rows first
-  // (then fp32, which the gather moves as it is).
-  template <class Take>
-  ProductInput norm_output(Take&& take, std::size_t elements) const {
-    if (sequence_parallel) return take(elements);
-    return product_input(take, elements);
-  }
 
   // Carves a ProductInput of `elements` with a block's `take` (floats from the stash's arena).
   template <class Take>
@@ -96,7 +87,8 @@ struct LayerContext {
   // their identity and all-reduce). Entering it: this rank's stream rows `local`, all-gathered into
   // `full` under sequence parallelism (returned), else `local` itself, which holds every row.
   const float* gather_rows(const float* local, float* full) const;
-  // The same for a norm's output (StashShape::norm_output: fp32 under sequence parallelism).
+  // The same for an activation only products read (a norm's output), gathered as it is kept
+  // (bf16 bits into the first half of `full` under bf16).
   Operand gather_rows(const ProductInput& local, float* full) const;
   // Leaving it: partial sums over TP of every row, `partial`, summed into this rank's stream rows
   // `local`: reduce-scatter under sequence parallelism, else an all-reduce in place (`local` must

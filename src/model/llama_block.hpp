@@ -101,13 +101,13 @@ void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
   const TpShape& local = shape.local;
   const std::size_t BT = shape.rows(), R = shape.stream_rows, C = shape.C;
   const std::size_t hd = local.head_dim, f = local.mlp_width;
-  x.norm1 = shape.norm_output(take, R * C);
+  x.norm1 = shape.product_input(take, R * C);
   x.norm1_rstd = take(R);
   x.qkv = take(BT * qkv_width(local));
   x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * local.heads * hd);
   x.residual2 = take(R * C);
-  x.norm2 = shape.norm_output(take, R * C);
+  x.norm2 = shape.product_input(take, R * C);
   x.norm2_rstd = take(R);
   x.gate_up = take(BT * 2 * f);
   x.h = shape.product_input(take, BT * f);

@@ -39,10 +39,9 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   const bool rebuilt = !mode.keep_probabilities && model.attention == AttentionKernel::explicit_probabilities;
   const std::int64_t attention_saved = rebuilt ? 0 : static_cast<std::int64_t>(attention_saved_floats(heads));
 
-  // A norm's output is read by products only (so bf16 under bf16) unless sequence parallelism
-  // gathers it first.
-  const std::int64_t norm_output = static_cast<std::int64_t>(product_input_floats(
-      static_cast<std::size_t>(rows * c), mode.bf16_product_inputs && !mode.sequence_parallel));
+  // A norm's output is read by products only (gathered first under sequence parallelism).
+  const std::int64_t norm_output =
+      static_cast<std::int64_t>(product_input_floats(static_cast<std::size_t>(rows * c), mode.bf16_product_inputs));
   const std::int64_t per_layer = norm_output + norm_stats  // first norm
                                  + bt * qkv_width           // q, k, v
                                  + attention_saved          // what attention keeps for backward

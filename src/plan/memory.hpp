@@ -35,7 +35,7 @@ namespace trident {
 // statistics, the residuals, the block outputs) hold B*T/tp rows; with mode.bf16_product_inputs
 // (train.precision = "bf16") what only products read is kept in bf16: half the words, rounded up
 // to whole 16-byte groups (product_input_floats): the MLP's output activation (GELU's, SwiGLU's)
-// and, without sequence parallelism (whose gather moves them in fp32), the norms' outputs.
+// and the norms' outputs.
 // Throws std::invalid_argument if the layers fall outside the model.
 struct StashMode {
   bool keep_probabilities = true;

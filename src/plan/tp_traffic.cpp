@@ -17,13 +17,18 @@ std::int64_t final_norm_floats(const ModelConfig& model) {
   return (model.family == ModelFamily::gpt2 ? 2 : 1) * std::int64_t{model.d_model};
 }
 
+// Bytes of one all-gather of the norms' outputs: kept in bf16 under bf16 (only products read them).
+std::int64_t norm_output_bytes(const Deck& deck, std::int64_t rows) {
+  return (deck.train.precision == MatmulPrecision::bf16 ? 2 : 4) * rows * deck.model.d_model;
+}
+
 // One micro-batch's forward through a chunk of `layers` layers.
 void add_forward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool first, bool last) {
   const ModelConfig& model = deck.model;
   const std::int64_t rows = std::int64_t{deck.schedule.micro_batch_size} * model.seq_len;
   const std::int64_t hidden = 4 * rows * model.d_model, layers = chunk.num_layers;
   if (deck.parallel.sequence_parallel) {
-    add(t.all_gather, 2 * layers + (last ? 1 : 0), hidden);
+    add(t.all_gather, 2 * layers + (last ? 1 : 0), norm_output_bytes(deck, rows));
     add(t.reduce_scatter, 2 * layers + (first ? 1 : 0), hidden);
   } else {
     add(t.all_reduce, 2 * layers + (first ? 1 : 0), hidden);
@@ -40,7 +45,8 @@ void add_backward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool
     add(t.all_reduce, 2 * layers + (last ? 1 : 0), hidden);
     return;
   }
-  add(t.all_gather, 4 * layers + (first ? 1 : 0) + (last ? 1 : 0), hidden);
+  add(t.all_gather, 2 * layers + (first ? 1 : 0), hidden);                         // output gradients
+  add(t.all_gather, 2 * layers + (last ? 1 : 0), norm_output_bytes(deck, rows));  // for weight gradients
   add(t.reduce_scatter, 2 * layers + (last ? 1 : 0), hidden);
   add(t.all_reduce, layers, 4 * norm_floats_per_layer(model));
   if (last) add(t.all_reduce, 1, 4 * final_norm_floats(model));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "comm/host_staged_comm.hpp"
@@ -65,6 +66,25 @@ TEST(HostStagedComm, GatherScatterAndBroadcast) {
   FloatBuffer root_value = device_floats({r == n - 1 ? 42.0f : -1.0f});
   comm->broadcast(root_value.data(), 1, n - 1);
   EXPECT_EQ(host_floats(root_value), std::vector<float>{42.0f});
+}
+
+// bf16 bits (an activation kept in bf16) are gathered as they are, whatever they would mean as
+// numbers: a NaN's payload, a negative zero, a subnormal.
+TEST(HostStagedComm, GathersBf16BitsAsTheyAre) {
+  const auto comm = staged_world();
+  const int n = comm->size(), r = comm->rank();
+  const std::vector<std::uint16_t> patterns = {0x7fc1, 0x8000, 0x0001, 0x3f80};
+  Bf16Buffer mine("mine", 2), all("all", 2 * n);
+  const auto host_mine = Kokkos::create_mirror_view(mine);
+  host_mine(0) = patterns[r % 4];
+  host_mine(1) = static_cast<std::uint16_t>(0x4000 + r);
+  Kokkos::deep_copy(mine, host_mine);
+  comm->all_gather(mine.data(), all.data(), 2);
+  const auto gathered = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), all);
+  for (int q = 0; q < n; ++q) {
+    EXPECT_EQ(gathered(2 * q), patterns[q % 4]) << q;
+    EXPECT_EQ(gathered(2 * q + 1), 0x4000 + q) << q;
+  }
 }
 
 TEST(HostStagedComm, PointToPointReachesTheDeviceBufferOnCompletion) {

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -57,6 +58,11 @@ TEST(TimedComm, TalliesEachKindOfCollective) {
   EXPECT_EQ(gather.bytes, 2 * 3 * 4);  // the gathered result: size() x count floats
   EXPECT_EQ(scatter.calls, 1);
   EXPECT_EQ(scatter.bytes, 2 * 2 * 4);  // the input: size() x count floats
+  const std::vector<std::uint16_t> bits(3, 0x3f80);
+  std::vector<std::uint16_t> gathered_bits(6);
+  comm.all_gather(bits.data(), gathered_bits.data(), 3);
+  EXPECT_EQ(comm.take_collectives()[static_cast<int>(Collective::all_gather)].bytes, 2 * 3 * 2);  // bf16: 2 bytes
+  EXPECT_EQ(gathered_bits, std::vector<std::uint16_t>(6, 0x3f80));
   EXPECT_GE(reduce.first_call, before);
   EXPECT_LE(reduce.first_call, gather.first_call);
   EXPECT_LE(gather.first_call, scatter.first_call);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "comm/nccl_pipeline_comm.hpp"
@@ -70,6 +71,19 @@ TEST_F(NcclCommTest, AllGatherAndReduceScatterAreEachOthersShapes) {
   comm->reduce_scatter_sum_async(send_device.data, recv.data, 2)->wait();
   const float rank_factor = n * (n + 1) / 2.0f;  // Σ (q + 1)
   EXPECT_EQ(recv.to_host(), (std::vector<float>{2 * r * rank_factor, (2 * r + 1) * rank_factor}));
+}
+
+// bf16 bits (an activation kept in bf16) are moved as they are, a NaN's payload included.
+TEST_F(NcclCommTest, AllGathersBf16BitsAsTheyAre) {
+  const int r = world_rank(), n = world_size();
+  DeviceVector<std::uint16_t> mine(std::vector<std::uint16_t>{static_cast<std::uint16_t>(0x7fc0 + r), 0x8000});
+  DeviceVector<std::uint16_t> gathered(std::vector<std::uint16_t>(2 * n, 0));
+  comm->all_gather(mine.data, gathered.data, 2);
+  const std::vector<std::uint16_t> all = gathered.to_host();
+  for (int q = 0; q < n; ++q) {
+    EXPECT_EQ(all[2 * q], 0x7fc0 + q) << "block of rank " << q;
+    EXPECT_EQ(all[2 * q + 1], 0x8000) << "block of rank " << q;
+  }
 }
 
 TEST_F(NcclCommTest, BroadcastCopiesTheRootsBuffer) {

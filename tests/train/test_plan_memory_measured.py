@@ -1,7 +1,7 @@
 """`trident plan`'s activation memory and tensor-parallel traffic per rank against what a run measures.
 
 For each combination of sequence parallelism (on, off) and recomputation (none, selective, full) on a
-tp 2 x pp 2 grid:
+tp 2 x pp 2 grid, and sequence parallelism in bf16 (norm outputs kept and gathered in bf16):
 - the plan's "activations" column (in flight x stash per micro-batch + what the mode rebuilds) is
   compared with the run's /steps/peak_activation_bytes_per_stage, the high-water mark of the bytes
   each stage's ranks really held: within 5%;
@@ -66,17 +66,19 @@ def measured_tp_bytes(run_dir):
     return per_stage
 
 
-COMBINATIONS = [pytest.param(sp, recompute, id=f"sp-{sp}-{recompute}",
+COMBINATIONS = [pytest.param(sp, recompute, "fp32", id=f"sp-{sp}-{recompute}",
                              marks=() if (sp, recompute) == ("true", "selective") else RELEASE_ONLY)
                 for sp in ("false", "true") for recompute in ("none", "selective", "full")]
+COMBINATIONS.append(pytest.param("true", "none", "bf16", id="sp-true-none-bf16"))
 
 
-@pytest.mark.parametrize("sequence_parallel,recompute", COMBINATIONS)
-def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_parallel, recompute):
-    overrides = GRID + (f"parallel.sequence_parallel={sequence_parallel}", f"schedule.recompute={recompute}")
+@pytest.mark.parametrize("sequence_parallel,recompute,precision", COMBINATIONS)
+def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_parallel, recompute, precision):
+    overrides = GRID + (f"parallel.sequence_parallel={sequence_parallel}", f"schedule.recompute={recompute}",
+                        f"train.precision={precision}")
     _, run_dir = trident_run(*overrides, ranks=4)
     text = plan_text(overrides)
-    label = f"sequence_parallel {sequence_parallel}, recompute {recompute}"
+    label = f"sequence_parallel {sequence_parallel}, recompute {recompute}, {precision}"
 
     measured = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1].astype(float)
     planned = np.array([to_bytes(row["activations"]) for row in table(text, "Memory per rank")])

@@ -45,9 +45,10 @@ struct Operand {
   }
 };
 
-// An activation whose only readers are matrix products (GELU's output, SwiGLU's), stored as they
-// read it: bf16 bits under train.precision = "bf16", which halves its memory and spares every
-// product that reads it a rounding pass; fp32 otherwise. Exactly one of the two is set.
+// An activation whose only readers are matrix products (GELU's and SwiGLU's outputs, the norms'),
+// stored as they read it: bf16 bits under train.precision = "bf16", which halves its memory and
+// spares every product that reads it a rounding pass; fp32 otherwise. At most one of the two is set
+// (neither while a stash's layout is only being counted).
 struct ProductInput {
   float* fp32 = nullptr;
   std::uint16_t* bf16 = nullptr;

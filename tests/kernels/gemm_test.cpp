@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <string>
+
 #include "gradient_check.hpp"
 
 namespace trident {
@@ -46,10 +49,27 @@ TEST(Gemm, TransposedBMatchesNaiveProduct) { check_gemm(false, true); }
 TEST(Gemm, TransposedAMatchesNaiveProduct) { check_gemm(true, false); }
 TEST(Gemm, BothTransposedMatchesNaiveProduct) { check_gemm(true, true); }
 
+// blas_info() names the library that ran. A build on OpenBLAS (TRIDENT_HAVE_OPENBLAS, which reaches
+// this test through trident_kernels' interface as it reaches gemm_cblas.cpp) reports OpenBLAS's own
+// configuration and core, never the "unknown" fallback that stands for any other CBLAS; a build on
+// another CBLAS reports exactly that fallback, so a test that sees the library otherwise than
+// gemm_cblas.cpp does fails either way. The GPU build reports cuBLAS and the device.
 TEST(Gemm, ReportsLibraryAndPositivePeak) {
   const BlasInfo info = blas_info();
-  EXPECT_FALSE(info.library.empty());
+#if defined(TRIDENT_GPU_BUILD)
+  EXPECT_EQ(info.library.rfind("cuBLAS ", 0), 0u) << info.library;
+  EXPECT_NE(info.core.find(" (sm_"), std::string::npos) << info.core;
+#elif defined(TRIDENT_HAVE_OPENBLAS)
+  EXPECT_EQ(info.library.rfind("OpenBLAS ", 0), 0u) << info.library;
   EXPECT_FALSE(info.core.empty());
+  std::string core = info.core;
+  for (char& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_NE(core, "unknown") << "an OpenBLAS build reports the fallback core " << info.core;
+#else
+  EXPECT_EQ(info.library, "unknown");
+  EXPECT_EQ(info.core, "unknown");
+  EXPECT_EQ(info.threads, 1);
+#endif
   EXPECT_GE(info.threads, 1);
   EXPECT_GT(measure_gemm_peak_gflops(), 0.1);
 }

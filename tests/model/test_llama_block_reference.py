@@ -5,9 +5,7 @@ input gradient and every weight gradient must agree with the reference to fp32 r
 import os
 import subprocess
 
-import pytest
-
-torch = pytest.importorskip("torch")
+import torch  # python3-torch: scripts/setup --tests installs it
 
 from llama_reference import decoder_layer, layer_shapes, load, read_config, relative_error  # noqa: E402
 

@@ -7,8 +7,7 @@ import subprocess
 
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch  # python3-torch: scripts/setup --tests installs it
 
 from llama_reference import causal_lm_loss, layer_shapes, load, read_config, relative_error  # noqa: E402
 

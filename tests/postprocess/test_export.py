@@ -12,11 +12,9 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
+import torch  # python3-torch: scripts/setup --tests installs it
 
 from conftest import REPO, read_steps
-
-torch = pytest.importorskip("torch")
 
 from llama_reference import causal_lm_loss  # noqa: E402
 

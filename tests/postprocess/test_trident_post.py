@@ -2,7 +2,8 @@
 tp 1 x pp 2 x dp 2) and at p = 4 (emulated compute, 1F1B and ZB-H1, m = 8), made once per session
 through mpirun. Every number the tools print is checked against values computed here,
 independently, from the timeline's /events; the trace must hold every event with its duration;
-the PNGs must have the pixel size asked for; checkpoints must verify, and a flipped byte must not."""
+the PNGs must have the pixel size asked for and draw what the timeline holds (read back pixel by
+pixel); checkpoints must verify, and a flipped byte must not."""
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import matplotlib.image
 import numpy as np
 import pytest
 
@@ -195,13 +197,79 @@ def test_trace_of_one_step(runs, tmp_path):
 
 # ---- PNGs ---------------------------------------------------------------------------------------
 
+# The colours the drawings must use, written out here: the compute boxes of the Gantt chart by kind
+# (postprocess's KIND_COLOURS) and the runs' lines of the curves (matplotlib's cycle: C0, C1, C2).
+KIND_RGB = {"F": "#3b75af", "B": "#4e9f3d", "I": "#8cd17d", "W": "#b6992d"}
+RUN_RGB = ("#1f77b4", "#ff7f0e", "#2ca02c")
+
+
+def read_png(path):
+    """The PNG's pixels, height x width x RGB, as integers 0..255."""
+    return np.rint(matplotlib.image.imread(path)[..., :3] * 255).astype(int)
+
+
+def pixels_of(pixels, colour, tolerance):
+    """Where `pixels` have `colour` ("#rrggbb"), to within `tolerance` (Euclidean, 0..255)."""
+    rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
+    return np.sqrt(((pixels - rgb) ** 2).sum(axis=-1)) <= tolerance
+
+
+def true_runs(mask):
+    """[(start, end)] of the runs of True in a 1-D mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(int), [0]))))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def covered(row):
+    """How many pixels of a row of boxes the boxes cover, the white edges (1 or 2 pixels) between
+    adjacent boxes counted as covered."""
+    runs = true_runs(row)
+    gaps = [b[0] - a[1] for a, b in zip(runs, runs[1:])]
+    return int(row.sum()) + sum(g for g in gaps if g <= 2)
+
+
+def check_gantt(png, run_dir, step=None):
+    """The Gantt chart of `step` (default the last) against the run's compute events: one band of
+    compute boxes per rank, grouped by pipeline stage in stage order; each band holds the colours
+    of its rank's kinds of action and no other, and its boxes cover the share of the step's compute
+    span (first compute start to last compute end, all ranks) that the rank spent computing."""
+    events, _, _ = read_run(run_dir)
+    step = int(events["step"].max()) if step is None else step
+    compute = (events["step"] == step) & np.isin(events["kind"], COMPUTE)
+    span = events["t_end"][compute].max() - events["t_start"][compute].min()
+    stages = {}  # stage: [(busy share, kinds of action)] of its ranks
+    for r in np.unique(events["rank"][compute]):
+        mine = compute & (events["rank"] == r)
+        busy = float(np.sum(events["t_end"][mine] - events["t_start"][mine])) / span
+        stages.setdefault(int(events["pp"][mine][0]), []).append((busy, sorted(set(events["kind"][mine]))))
+
+    pixels = read_png(png)
+    kind_pixels = {kind: pixels_of(pixels, colour, 3) for kind, colour in KIND_RGB.items()}
+    boxes = np.logical_or.reduce(list(kind_pixels.values()))
+    # A rank's lane: rows with boxes over a twentieth of the width or more (the legend's swatches are far less).
+    bands = true_runs(boxes.sum(axis=1) >= 0.05 * pixels.shape[1])
+    assert len(bands) == sum(map(len, stages.values())), f"{png}: {len(bands)} bands of boxes, ranks {stages}"
+    x = np.flatnonzero(boxes[np.concatenate([np.arange(a, b) for a, b in bands])].any(axis=0))
+    span_px = x.max() + 1 - x.min()
+    drawn = [(max(covered(boxes[y]) for y in range(a, b)) / span_px,
+              sorted(k for k, where in kind_pixels.items() if where[a:b].sum() >= 20)) for a, b in bands]
+    lanes = iter(drawn)
+    for stage in sorted(stages):
+        got, expected = sorted(next(lanes) for _ in stages[stage]), sorted(stages[stage])
+        for (share, kinds), (busy, kinds_run) in zip(got, expected):
+            assert kinds == kinds_run, f"{png}: stage {stage}'s lane shows {kinds}, its rank ran {kinds_run}"
+            assert abs(share - busy) <= 0.02, f"{png}: stage {stage}'s boxes cover {share:.3f}, its rank ran {busy:.3f}"
+
+
 def test_gantt_png_has_the_requested_size(run_dir, tmp_path):
     out = tmp_path / "g.png"
     post("gantt", run_dir, "-o", out)
     width, height = png_size(out)
     assert width == 1600 and height > 200
+    check_gantt(out, run_dir)
     post("gantt", run_dir, "-o", out, "--width", 1234, "--height", 567, "--step", 1)
     assert png_size(out) == (1234, 567)
+    check_gantt(out, run_dir, step=1)
 
 
 def test_gantt_at_16_ranks_and_64_microbatches(tmp_path):
@@ -211,8 +279,50 @@ def test_gantt_at_16_ranks_and_64_microbatches(tmp_path):
     out = tmp_path / "g16.png"
     post("gantt", run_dir, "-o", out, "--width", 2000, "--height", 900)
     assert png_size(out) == (2000, 900)
+    check_gantt(out, run_dir)
     a = json.loads(post("bubble", run_dir, "--json").stdout)
     assert a["bubble"] == pytest.approx(15 / 79, abs=1e-3), "equal stages: (p - 1) / (m + p - 1)"
+
+
+def curve_columns(pixels, colour, what):
+    """The columns where a line of `colour` shows, and whether they are all of its x extent."""
+    columns = np.flatnonzero(pixels_of(pixels, colour, 30).any(axis=0))
+    assert columns.size, f"no {what} line (of {colour})"
+    return columns, columns.size == columns.max() + 1 - columns.min()
+
+
+def check_curves(png, runs):
+    """The curves of p2 (4 steps, real compute) and the emulated p4-1f1b and p4-zb (3 steps), in
+    that order: the four panels (loss, learning rate, gradient norm, tokens/s, left to right and
+    top to bottom, below the legend) each hold their runs' lines, unbroken along x. The emulated
+    runs have no loss or gradient norm; p4-zb's lines, drawn last, end two thirds of the way along
+    p2's x extent (step 3 of 1..4); p2's learning rate goes up or down as its /steps says."""
+    pixels = read_png(png)
+    height, width = pixels.shape[:2]
+    top = int(0.06 * height)
+    panels = {"loss": pixels[top:height // 2, :width // 2], "lr": pixels[top:height // 2, width // 2:],
+              "grad_norm": pixels[height // 2:, :width // 2], "tokens_per_s": pixels[height // 2:, width // 2:]}
+    p2, _, p4_zb = RUN_RGB
+    for name in ("loss", "grad_norm"):
+        _, unbroken = curve_columns(panels[name], p2, f"{png}: p2's {name}")
+        assert unbroken, f"{png}: p2's {name} line is broken"
+        for colour in RUN_RGB[1:]:
+            assert not pixels_of(panels[name], colour, 30).any(), f"{png}: an emulated run's line in {name}"
+    columns, unbroken = curve_columns(panels["tokens_per_s"], p2, f"{png}: p2's tokens/s")
+    zb_columns, zb_unbroken = curve_columns(panels["tokens_per_s"], p4_zb, f"{png}: p4-zb's tokens/s")
+    assert unbroken and zb_unbroken, f"{png}: a broken tokens/s line"
+    assert abs(zb_columns.min() - columns.min()) <= 3, f"{png}: the runs' tokens/s lines start at step 1 together"
+    share = (zb_columns.max() - zb_columns.min()) / (columns.max() - columns.min())
+    assert abs(share - 2 / 3) <= 0.03, f"{png}: p4-zb's tokens/s line spans {share:.3f} of p2's, not steps 1..3 of 1..4"
+    # p4-zb's learning rate equals p2's up to step 3 and covers it there: the union is p2's line.
+    lr = pixels_of(panels["lr"], p2, 30) | pixels_of(panels["lr"], p4_zb, 30)
+    columns = np.flatnonzero(lr.any(axis=0))
+    assert columns.size and columns.size == columns.max() + 1 - columns.min(), f"{png}: broken learning rate line"
+    rows = lambda cols: np.mean([np.flatnonzero(lr[:, c]).mean() for c in cols])  # noqa: E731
+    edge = max(3, columns.size // 20)
+    rises = rows(columns[:edge]) > rows(columns[-edge:])  # image rows grow downwards
+    steps = read_run(runs["p2"])[1]
+    assert rises == (steps["lr"][-1] > steps["lr"][0]), f"{png}: p2's learning rate, {steps['lr']}, drawn the other way"
 
 
 def test_curves_overlay_runs(runs, tmp_path):
@@ -221,6 +331,7 @@ def test_curves_overlay_runs(runs, tmp_path):
     assert png_size(out) == (1100, 700)
     for run_dir in runs.values():
         assert run_dir.name in proc.stdout
+    check_curves(out, runs)
 
 
 # ---- compare ------------------------------------------------------------------------------------

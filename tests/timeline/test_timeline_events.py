@@ -8,14 +8,18 @@ ZB-H1, 3 steps; each run is made once and checked by every test below.
 import os
 import signal
 import time
+import tomllib
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import TrainingJob, read_steps
+from conftest import TINY, TrainingJob, read_steps
 
 STEPS = 3
+# The micro-batches per step, from the deck the runs train (the runs leave schedule.microbatches alone).
+with open(TINY, "rb") as deck:
+    M = tomllib.load(deck)["schedule"]["microbatches"]
 COMPUTE = ("F", "B", "I", "W")
 EVENT_COLUMNS = {"rank": np.int32, "tp": np.int32, "pp": np.int32, "dp": np.int32, "step": np.int32,
                  "microbatch": np.int32, "chunk": np.int32, "t_start": np.float64, "t_end": np.float64,
@@ -62,12 +66,15 @@ def read_timeline(out):
     return columns, attrs
 
 
+# The compute actions each pipeline rank runs per micro-batch, from the schedule's rule (independent
+# of trident's generators): 1F1B and GPipe run F and B, ZB-H1 splits B into I (input gradient) and W
+# (weight gradient).
+ACTIONS_PER_MICROBATCH = {"1f1b": ("F", "B"), "gpipe": ("F", "B"), "zb-h1": ("F", "I", "W")}
+
+
 def expected_actions(kind, m):
-    """The (kind, micro-batch) pairs one pipeline rank runs in one step, from the schedule's rule
-    (independent of trident's generators): 1F1B and GPipe run F and B of every micro-batch, ZB-H1
-    splits B into I (input gradient) and W (weight gradient)."""
-    kinds = {"1f1b": ("F", "B"), "gpipe": ("F", "B"), "zb-h1": ("F", "I", "W")}[kind]
-    return sorted((k, mb) for k in kinds for mb in range(m))
+    """The (kind, micro-batch) pairs one pipeline rank runs in one step."""
+    return sorted((k, mb) for k in ACTIONS_PER_MICROBATCH[kind] for mb in range(m))
 
 
 @pytest.mark.parametrize("kind,pp,extra", CONFIGS)
@@ -106,23 +113,29 @@ def test_events_of_a_rank_do_not_overlap(trident_run, kind, pp, extra):
         assert np.all(np.diff(steps) >= 0), f"rank {r}: the steps follow each other in time"
 
 
-@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
-def test_each_rank_runs_its_schedule_actions(trident_run, kind, pp, extra):
-    events, attrs = read_timeline(run_dir(trident_run, kind, pp, extra))
-    m = int(attrs["m"])
-    per_step = expected_actions(kind, m)
-    assert len(per_step) == {"1f1b": 2, "zb-h1": 3}[kind] * m
+def check_schedule_actions(events, attrs, kind, pp):
+    """The timeline's compute events against the counts the deck implies: each of the pp ranks runs,
+    in each of the STEPS steps, every action of the schedule once per micro-batch (M of them), and
+    nothing else."""
+    assert int(attrs["m"]) == M, f"the timeline says m = {attrs['m']}, the deck {M}"
+    counts = {k: int((events["kind"] == k).sum()) for k in COMPUTE}
+    expected = {k: (pp * STEPS * M if k in ACTIONS_PER_MICROBATCH[kind] else 0) for k in COMPUTE}
+    assert counts == expected, f"compute events in the timeline {counts}, from the deck {expected}"
+    per_step = expected_actions(kind, M)
     compute = np.isin(events["kind"], COMPUTE)
     for r in range(pp):
         mine = compute & (events["rank"] == r)
-        assert mine.sum() == len(per_step) * STEPS, f"rank {r}: {mine.sum()} compute events"
         for step in range(1, STEPS + 1):
             sel = mine & (events["step"] == step)
             got = sorted(zip(events["kind"][sel].tolist(), events["microbatch"][sel].tolist()))
-            assert got == per_step, (r, step)
+            assert got == per_step, (r, step, got)
             assert np.all(events["chunk"][sel] == 0), (r, step)
-        counts = {k: int((events["kind"][mine] == k).sum()) for k in COMPUTE}
-        assert sum(counts.values()) == len(per_step) * STEPS, counts
+
+
+@pytest.mark.parametrize("kind,pp,extra", CONFIGS)
+def test_each_rank_runs_its_schedule_actions(trident_run, kind, pp, extra):
+    events, attrs = read_timeline(run_dir(trident_run, kind, pp, extra))
+    check_schedule_actions(events, attrs, kind, pp)
 
 
 @pytest.mark.parametrize("kind,pp,extra", CONFIGS)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/attention.hpp"
+#include "kernels/blas_core.hpp"
 #include "kernels/device.hpp"
 
 namespace {
@@ -81,6 +82,7 @@ AttentionShape parse_shape(const char* text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trident::choose_blas_core_or_restart(argv);
   Kokkos::ScopeGuard kokkos(argc, argv);
   int repeats = 5;
   std::vector<AttentionShape> shapes;

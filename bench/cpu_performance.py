@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grid_scaling import launch  # noqa: E402  (each rank on cores of its own, as a batch job binds them)
 from single_rank import (CONFIGS, REPO, BenchError, cpu_model, flops_per_step, open_timeline,  # noqa: E402
-                         run_checked, run_pytorch, timeline_medians, trident_overrides)
+                         own_blas_kernels, run_checked, run_pytorch, timeline_medians, trident_overrides)
 
 DEFAULT_CONFIGS = "gpt2,gpt2-t1024,llama"
 GRIDS = {"1": (1, 1), "tp2": (2, 1), "dp2": (1, 2)}
@@ -154,8 +154,7 @@ def parse_args():
 
 def main():
     args = parse_args()
-    env = dict(os.environ)
-    env.pop("OPENBLAS_CORETYPE", None)  # this CPU's own kernels, not the Haswell ones the test machines pin
+    env, core = own_blas_kernels(os.environ, args.trident)
     load_before = os.getloadavg()[0]
     rows, blas_seen = [], set()
     try:
@@ -166,7 +165,7 @@ def main():
             blas_seen |= blas
     except BenchError as error:
         sys.exit(f"cpu_performance.py: {error}")
-    print(f"OPENBLAS_CORETYPE unset | {args.cores} cores | CPU {cpu_model()} | "
+    print(f"OpenBLAS core {core} | {args.cores} cores | CPU {cpu_model()} | "
           f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"trident: model.attention = {args.attention}; {' / '.join(sorted(blas_seen))}")
     print("MFU = model GFLOP/s / the sgemm peak the run's ranks measured at start-up (summed); "

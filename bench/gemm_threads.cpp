@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/blas_core.hpp"
+
 namespace {
 
 struct Product {
@@ -103,14 +105,14 @@ Options parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trident::choose_blas_core_or_restart(argv);
   const Options o = parse(argc, argv);
   const std::vector<Product> products = step_products(o);
   std::size_t largest = 0;
   for (const Product& p : products)
     largest = std::max({largest, std::size_t(p.m) * p.k, std::size_t(p.k) * p.n, std::size_t(p.m) * p.n});
   std::vector<float> a(largest, 0.5f), b(largest, 0.25f), c(largest, 0.0f);
-  std::printf("OpenBLAS %s, core %s; rows %d, d_model %d, vocab %d; best of %d\n", openblas_get_config(),
-              openblas_get_corename(), o.rows, o.d_model, o.vocab, o.repeats);
+  std::printf("%s; rows %d, d_model %d, vocab %d; best of %d\n", trident::openblas_kernels_line().c_str(), o.rows, o.d_model, o.vocab, o.repeats);
   std::printf("%-36s %6s %6s %6s %12s %12s %8s\n", "product", "m", "n", "k", "1 thread", "N threads", "ratio");
   double flops = 0.0, one_total = 0.0, many_total = 0.0;
   for (const Product& p : products) {

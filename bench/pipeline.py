@@ -31,7 +31,8 @@ from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from single_rank import REPO, BenchError, open_timeline, run_checked, textbook_bubble, timeline_medians  # noqa: E402
+from single_rank import (REPO, BenchError, open_timeline, own_blas_kernels, run_checked, textbook_bubble,
+                         timeline_medians)  # noqa: E402
 
 
 def env_sh_environment():
@@ -80,7 +81,7 @@ def real_part(args, env):
     m = args.microbatches
     print(f"real compute: input_decks/small.toml ({one['model']}), m {m} x B {args.micro_batch_size}, "
           f"{args.real_steps} steps (median after {args.warmup}), OPENBLAS_NUM_THREADS={args.threads_per_rank} "
-          f"per rank, OPENBLAS_CORETYPE unset (core {one['blas_core']}), load average {load:.1f} "
+          f"per rank, OpenBLAS core {one['blas_core']}, load average {load:.1f} "
           f"on {os.cpu_count()} CPUs before the runs")
     print(f"{'run':<14}{'tokens/s':>10}{'ms/step':>10}{'vs 1 rank':>11}{'p(1-sim)':>10}{'bubble':>9}"
           f"{'textbook':>10}{'simulator':>11}{'loss':>8}")
@@ -109,7 +110,7 @@ def rebalance_part(args, env):
     print(f"re-planning an unbalanced split: input_decks/small.toml ({runs[0][1]['model']}), pp 2, 1f1b, "
           f"m {args.microbatches} x B {args.micro_batch_size}, {steps} steps (medians after {args.warmup}; "
           f"after 3 for the re-planned run), OPENBLAS_NUM_THREADS={args.threads_per_rank} per rank, "
-          f"OPENBLAS_CORETYPE unset (core {runs[0][1]['blas_core']}), load average {load:.1f} before")
+          f"OpenBLAS core {runs[0][1]['blas_core']}, load average {load:.1f} before")
     print(f"{'run':<22}{'layers':>8}{'schedule':>10}{'ms/step':>10}{'bubble':>9}{'loss':>8}")
     for name, r in runs:
         print(f"{name:<22}{r['stage_layers']:>8}{r['schedule_kind']:>10}{r['step_time_s'] * 1e3:>10.1f}"
@@ -196,9 +197,8 @@ def main():
         if not (REPO / "input_decks" / deck).is_file():
             print(f"pipeline: no deck input_decks/{deck}", file=sys.stderr)
             return 2
-    env = dict(env_sh_environment(), OPENBLAS_NUM_THREADS=str(args.threads_per_rank),
+    env = dict(own_blas_kernels(env_sh_environment(), args.trident)[0], OPENBLAS_NUM_THREADS=str(args.threads_per_rank),
                OMP_NUM_THREADS=str(args.threads_per_rank))
-    env.pop("OPENBLAS_CORETYPE", None)  # this CPU's own kernels, not the Haswell ones the test machines pin
     try:
         for name, part in (("real", real_part), ("rebalance", rebalance_part), ("emulated", emulated_part)):
             if name in parts:

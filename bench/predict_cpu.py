@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import env_sh_environment  # noqa: E402
-from single_rank import REPO, BenchError, open_timeline, run_checked, timeline_medians  # noqa: E402
+from single_rank import REPO, BenchError, open_timeline, own_blas_kernels, run_checked, timeline_medians  # noqa: E402
 
 MACHINE = REPO / "input_decks" / "machines" / "cpu-2core.toml"
 GPT2_SHORT = {"model.seq_len": 256, "schedule.micro_batch_size": 4, "schedule.microbatches": 1}
@@ -72,8 +72,7 @@ def main():
     if not Path(args.trident).is_file():
         print(f"predict_cpu: no trident binary at {args.trident}: build it (scripts/setup)", file=sys.stderr)
         return 2
-    env = dict(env_sh_environment(), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    env.pop("OPENBLAS_CORETYPE", None)
+    env = dict(own_blas_kernels(env_sh_environment(), args.trident)[0], OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     load = os.getloadavg()[0]
     try:
         if "real" in args.parts:

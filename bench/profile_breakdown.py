@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from single_rank import CONFIGS, REPO, BenchError, cpu_model, run_checked, trident_overrides  # noqa: E402
+from single_rank import (CONFIGS, REPO, BenchError, cpu_model, own_blas_kernels, run_checked,  # noqa: E402
+                         trident_overrides)
 
 # The trident function that called the BLAS, first match from the innermost frame outwards.
 GEMM_CALLERS = [
@@ -157,8 +158,7 @@ def main():
     parser.add_argument("--detail", type=int, default=0, help="also list each kind's N most sampled functions")
     parser.add_argument("--trident", type=Path, default=REPO / "build" / "cpu" / "src" / "trident")
     args = parser.parse_args()
-    env = dict(os.environ)
-    env.pop("OPENBLAS_CORETYPE", None)
+    env, core = own_blas_kernels(os.environ, args.trident)
     env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = str(args.blas_threads)
     cfg = CONFIGS[args.config]
     with tempfile.TemporaryDirectory(prefix="trident-perf-") as work:
@@ -178,7 +178,7 @@ def main():
     ranks = "one rank" if args.tp == 1 else f"tp {args.tp} (one core per rank, samples of all ranks)"
     print(f"{args.config}: T={cfg['seq_len']} B={cfg['batch']}, model.attention={args.attention}, {ranks}, "
           f"{' '.join(args.set)}{', ' if args.set else ''}"
-          f"{args.blas_threads} BLAS thread(s), OPENBLAS_CORETYPE unset, CPU {cpu_model()}; "
+          f"{args.blas_threads} BLAS thread(s), OpenBLAS core {core}, CPU {cpu_model()}; "
           f"{total} samples at {args.frequency} Hz over {args.steps} steps (start-up left out)")
     gemm = sum(n for kind, n in counts.items() if kind.startswith("GEMM"))
     for kind, n in counts.most_common():

@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grid_scaling import launch  # noqa: E402  (each rank on cores of its own, as a batch job binds them)
-from single_rank import CONFIGS, REPO, BenchError, open_timeline, run_checked, trident_overrides  # noqa: E402
+from single_rank import (CONFIGS, REPO, BenchError, open_timeline, own_blas_kernels, run_checked,  # noqa: E402
+                         trident_overrides)
 
 MEMORY_SHAPE = dict(family="gpt2", layers=4, d_model=512, heads=8, vocab=4096, seq_len=512, batch=2)
 
@@ -124,7 +125,7 @@ def main():
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads_per_rank),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     if not args.keep_coretype:
-        env.pop("OPENBLAS_CORETYPE", None)
+        env = own_blas_kernels(env, args.trident)[0]
     print(f"OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE', 'unset (the machine own kernels)')}, "
           f"OPENBLAS_NUM_THREADS={args.threads_per_rank} per rank")
     try:

@@ -121,6 +121,20 @@ def cpu_model():
     return "unknown"
 
 
+def own_blas_kernels(env, trident):
+    """`env` for a benchmark's processes, with this CPU's own OpenBLAS kernels rather than the Haswell
+    ones the test machines pin: OPENBLAS_CORETYPE removed, then set to the core trident chooses where
+    OpenBLAS would fall back below what the CPU's flags allow (src/kernels/blas_core.hpp; trident does
+    so itself, and PyTorch's OpenBLAS then runs the same kernels). Returns (env, the core that runs)."""
+    env = dict(env)
+    env.pop("OPENBLAS_CORETYPE", None)
+    version = subprocess.run([str(trident), "--version"], env=env, capture_output=True, text=True).stdout
+    core = next((line.split("| core ", 1)[1] for line in version.splitlines() if "| core " in line), "")
+    if "trident chose" in core:
+        env["OPENBLAS_CORETYPE"] = core.split()[0]
+    return env, core or "not OpenBLAS"
+
+
 def run_checked(what, command, env):
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -199,13 +213,12 @@ def run_pytorch(args, cfg, env, variant=FP32_EXPLICIT, blas_threads=None):
 
 
 def child_environment(args):
-    """Both sides get the same BLAS core type and thread count. Without --coretype the variable is
-    removed, so that OpenBLAS dispatches to this CPU's own kernels (the test machines pin Haswell);
-    the core type that ran is read back from each side and printed."""
-    env = dict(os.environ)
-    env.pop("OPENBLAS_CORETYPE", None)
+    """Both sides get the same BLAS core type and thread count. Without --coretype, this CPU's own
+    kernels (own_blas_kernels); the core type that ran is read back from each side and printed."""
     if args.coretype:
-        env["OPENBLAS_CORETYPE"] = args.coretype
+        env = dict(os.environ, OPENBLAS_CORETYPE=args.coretype)
+    else:
+        env = own_blas_kernels(os.environ, args.trident)[0] if args.device == "cpu" else dict(os.environ)
     env["OPENBLAS_NUM_THREADS"] = str(args.threads)
     env["OMP_NUM_THREADS"] = str(args.threads)
     return env

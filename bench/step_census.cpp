@@ -40,6 +40,7 @@
 
 #include "common/error.hpp"
 #include "deck/deck.hpp"
+#include "kernels/blas_core.hpp"
 #include "kernels/device_clock.hpp"
 #include "kernels/profile.hpp"
 #include "train/trainer.hpp"
@@ -369,6 +370,7 @@ int run_census(int argc, char** argv) {
 }  // namespace trident
 
 int main(int argc, char** argv) {
+  trident::choose_blas_core_or_restart(argv);
   MPI_Init(&argc, &argv);
 #ifdef KOKKOS_ENABLE_CUDA
   Kokkos::initialize(Kokkos::InitializationSettings().set_device_id(trident::select_device(MPI_COMM_WORLD)));

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "common/watchdog.hpp"
 #include "deck/deck.hpp"
+#include "kernels/blas_core.hpp"
 #include "plan/report.hpp"
 #include "predict/machine.hpp"
 #include "predict/report.hpp"
@@ -129,6 +130,13 @@ int with_kokkos(int& argc, char** argv, bool share_device, Body&& body) {
 }
 
 }  // namespace
+
+int version_command() {
+  std::cout << "trident " << TRIDENT_VERSION << "\n";
+  const std::string blas = openblas_kernels_line();
+  if (!blas.empty()) std::cout << "BLAS " << blas << "\n";
+  return kExitOk;
+}
 
 int check_command(const CliArgs& args) {
   return report_errors([&] {

@@ -6,9 +6,11 @@
 #include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "kernels/blas_core.hpp"
 
 int main(int argc, char** argv) {
   using namespace trident;
+  choose_blas_core_or_restart(argv);
   CliArgs args;
   try {
     args = parse_cli(argc, argv);
@@ -21,7 +23,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   switch (args.command) {
-    case Command::version: std::cout << "trident " << TRIDENT_VERSION << "\n"; return kExitOk;
+    case Command::version: return version_command();
     case Command::check: return check_command(args);
     case Command::plan: return plan_command(args);
     case Command::run: return run_command(args, argc, argv);

@@ -1,4 +1,4 @@
-// The communication watchdog (DESIGN.md "Watchdog"): a thread that ends the whole job when this
+// The communication watchdog (DESIGN.md "Schedules are data", the executor's paragraph): a thread that ends the whole job when this
 // rank has been blocked in one communication call for longer than the limit (schedule.timeout_s),
 // after printing which call, in which group, and for how long. A rank stopped, hung or dead
 // anywhere leaves its peers waiting in some collective or message: they report it and the job ends

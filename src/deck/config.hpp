@@ -70,7 +70,12 @@ struct ScheduleConfig {
   int micro_batch_size = 1;   // sequences per micro-batch
   int virtual_stages = 1;     // v: model chunks per pipeline rank (interleaved-1f1b >= 2, zb-v and v-half 2)
   Recompute recompute = Recompute::none;
-  double timeout_s = 300.0;        // watchdog: longest wait for one pipeline message before aborting
+  // Watchdog: the longest one blocking wait may last before the job aborts (exit 4), naming what
+  // it waited for: a pipeline message (the executor's own poll) and every wait marked with
+  // common/watchdog's BlockedIn (the Comm collectives and request waits, the trainer's barriers,
+  // event gather and reductions of each step). Not checkpoint I/O (checkpoint.timeout_s), nor the
+  // set-up's and re-planning's unmarked MPI calls. DESIGN.md "Deck" and "Schedules are data".
+  double timeout_s = 300.0;
   // auto: the most activation memory a rank may hold, in micro-batches of a whole stage
   // (0 = what 1F1B holds on stage 0, i.e. p).
   double auto_memory_limit = 0.0;

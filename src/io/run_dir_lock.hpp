@@ -1,7 +1,8 @@
 // One live run per run directory. Two runs writing one timeline.h5 or one checkpoint directory
 // would corrupt both (HDF5 would refuse the second only once it opens the timeline, with "unable
-// to lock file, errno = 11"); so world rank 0 takes <output.dir>/.trident.lock before anything
-// else, holding the host, process id and start time of the run that owns the directory.
+// to lock file, errno = 11"); so world rank 0 takes <output.dir>/.trident.lock as the Trainer
+// starts, before the run writes or reads anything there (DESIGN.md "Timeline"), holding the
+// host, process id and start time of the run that owns the directory.
 #pragma once
 
 #include <iosfwd>

@@ -122,6 +122,7 @@ struct BlasInfo {
   std::string library;  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." or "cuBLAS 13.0.0, TF32 tensor cores"
   std::string core;     // kernel family or device in use, e.g. "Haswell" or "NVIDIA H200 (sm_90)"
   int threads = 1;
+  std::string core_note;  // why that core, where trident chose it (kernels/blas_core.hpp); else empty
 };
 BlasInfo blas_info();
 

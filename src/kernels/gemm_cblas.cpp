@@ -3,6 +3,7 @@
 // multiplied in fp32.
 #include <cblas.h>
 
+#include "kernels/blas_core.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_epilogue.hpp"
 #include "kernels/matmul_precision.hpp"
@@ -75,7 +76,7 @@ void gemm_strided_batched(GemmContext& context, bool trans_a, bool trans_b, int 
 
 BlasInfo blas_info() {
 #ifdef TRIDENT_HAVE_OPENBLAS
-  return {openblas_get_config(), openblas_get_corename(), openblas_get_num_threads()};
+  return {openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(), blas_core_note()};
 #else
   return {"unknown", "unknown", 1};
 #endif

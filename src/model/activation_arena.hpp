@@ -10,8 +10,8 @@
 // Under selective recomputation the stash leaves out the [B, H/tp, T, T] attention probabilities
 // (StashContent::without_probabilities), which each layer's backward rebuilds from q and k.
 //
-// The lists below and in Gpt2Block::Stash are the activation-memory formula the planner uses; keep
-// them in sync.
+// plan/memory.cpp counts the tensors of the lists below and of each block's Stash with its own
+// formula; tests/train/plan_matches_model_test.cpp holds the two equal.
 #pragma once
 
 #include <cstddef>

@@ -6,7 +6,8 @@
 // over TP. LayerNorms, the residual stream and the c_proj biases are replicated.
 //
 // Everything the block is lives here: its parameters (names and TP split), what its forward
-// stashes for backward (Stash, whose list is the planner's activation-memory formula), and the
+// stashes for backward (Stash; plan/memory.cpp's formula counts the same tensors, and
+// tests/train/plan_matches_model_test.cpp holds the two equal), and the
 // gradients its weight-gradient GEMMs read besides the stash (OutputGrads, kept from I until W when
 // a zero-bubble schedule defers them). A model family is a set of such blocks behind this shape.
 #pragma once
@@ -86,8 +87,8 @@ struct Gpt2Block {
     return {out, ctx.scratch.dfch, out, ctx.scratch.dqkv};
   }
 
-  // Carves a stash out of consecutive floats: take(n) returns the next n. The planner counts
-  // with the same list (take returning null).
+  // Carves a stash out of consecutive floats: take(n) returns the next n; with take returning
+  // null it only counts (stash_bytes, the size of an arena slot).
   // Without it (selective recomputation, explicit kernel) att is null: the layer uses ctx.scratch.att.
   template <class Take>
   static void carve(Stash& x, const StashShape& shape, Take&& take);

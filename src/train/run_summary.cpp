@@ -74,7 +74,8 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << " micro-batches × " << deck.schedule.micro_batch_size << " sequences = " << deck.tokens_per_step()
       << " tokens/step, " << run.data << "\n"
       << (run.eval.empty() ? "" : "  eval    " + run.eval + "\n") << describe_pipeline(run) << "  BLAS    "
-      << run.blas.library << " | core " << run.blas.core << " | " << run.blas.threads << " thread(s) | "
+      << run.blas.library << " | core " << run.blas.core
+      << (run.blas.core_note.empty() ? "" : " (" + run.blas.core_note + ")") << " | " << run.blas.threads << " thread(s) | "
       << describe_matmul_precision(deck.train.precision) << "\n";
   if (!run.mpi.empty()) out << "  MPI     " << run.mpi << "\n";
 }
@@ -117,6 +118,7 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"gemm_peak_gflops", run.gemm_peak_gflops},
       {"blas_library", run.blas.library},
       {"blas_core", run.blas.core},
+      {"blas_core_note", run.blas.core_note},
       {"blas_threads", std::int64_t{run.blas.threads}},
       {"matmul_precision", word_of(resolve_matmul_precision(deck.train.precision))},
       {"attention", word_of(m.attention)},

@@ -22,7 +22,7 @@
 #include "predict/report.hpp"
 #include "predict/search.hpp"
 #include "predict/step_model.hpp"
-#include "schedule/schedule_report.hpp"
+#include "plan/schedule_report.hpp"
 #include "train/trainer.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
 #include "gpu/device_selection.hpp"

@@ -5,17 +5,11 @@
 #pragma once
 
 #include <array>
-#include <optional>
-#include <string>
-#include <string_view>
+
+#include "common/choice.hpp"
+#include "schedule/registry.hpp"
 
 namespace trident {
-
-template <class T>
-struct Choice {
-  T value;
-  std::string_view word;
-};
 
 // model.family: GPT-2 (LayerNorm, learned positions, GELU MLP, tied head) or Llama (RMSNorm, RoPE,
 // grouped-query attention, SwiGLU MLP, untied head by default), DESIGN.md "Model".
@@ -24,32 +18,7 @@ inline constexpr std::array<Choice<ModelFamily>, 2> kModelFamilies{
     {{ModelFamily::gpt2, "gpt2"}, {ModelFamily::llama, "llama"}}};
 constexpr const auto& choices(ModelFamily) { return kModelFamilies; }
 
-// schedule.kind (DESIGN.md "Schedules are data"); `automatic` picks among the others.
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_v, v_half, dualpipe_v, automatic };
-inline constexpr std::array<Choice<ScheduleKind>, 8> kScheduleKinds{
-    {{ScheduleKind::gpipe, "gpipe"},
-     {ScheduleKind::one_f_one_b, "1f1b"},
-     {ScheduleKind::interleaved_1f1b, "interleaved-1f1b"},
-     {ScheduleKind::zb_h1, "zb-h1"},
-     {ScheduleKind::zb_v, "zb-v"},
-     {ScheduleKind::v_half, "v-half"},
-     {ScheduleKind::dualpipe_v, "dualpipev"},
-     {ScheduleKind::automatic, "auto"}}};
-constexpr const auto& choices(ScheduleKind) { return kScheduleKinds; }
-
-// Where each rank's model chunks sit, which the schedule's kind decides (plan/partition.hpp maps
-// chunks to virtual stages):
-//   interleaved  chunk c of rank r is virtual stage c·pp + r: one chunk is the plain pipeline, more
-//                are Megatron's interleaving (each rank holds every pp-th piece of the model);
-//   v_shape      two chunks, rank r holding virtual stages r and 2·pp − 1 − r: the model runs down
-//                the ranks and back up (zb-v, v-half, dualpipev), so rank 0 holds both the
-//                embedding and the head, and the turn from virtual stage pp − 1 to pp stays inside
-//                rank pp − 1.
-enum class ChunkPlacement { interleaved, v_shape };
-constexpr ChunkPlacement chunk_placement(ScheduleKind kind) {
-  const bool v = kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::dualpipe_v;
-  return v ? ChunkPlacement::v_shape : ChunkPlacement::interleaved;
-}
+// schedule.kind: schedule/registry.hpp (ScheduleKind, ChunkPlacement and their words).
 
 // schedule.recompute: full keeps only each chunk's input and re-runs its forward in backward.
 // full: keep each chunk's input, re-run its forward before backward; selective: keep everything
@@ -125,21 +94,5 @@ inline constexpr std::array<Choice<DataKind>, 4> kDataKinds{{{DataKind::bin, "bi
                                                              {DataKind::synthetic, "synthetic"},
                                                              {DataKind::megatron, "megatron"}}};
 constexpr const auto& choices(DataKind) { return kDataKinds; }
-
-// The deck's word for `value`.
-template <class T>
-std::string word_of(const T& value) {
-  for (const Choice<T>& choice : choices(T{}))
-    if (choice.value == value) return std::string(choice.word);
-  return "?";
-}
-
-// The value the deck's `word` names, if any.
-template <class T>
-std::optional<T> parse_choice(std::string_view word) {
-  for (const Choice<T>& choice : choices(T{}))
-    if (choice.word == word) return choice.value;
-  return std::nullopt;
-}
 
 }  // namespace trident

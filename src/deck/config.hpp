@@ -83,7 +83,7 @@ struct ScheduleConfig {
   // whole stage); zb-v holds all of it.
   double activation_budget = 0.5;
   // schedule.replan: "off", "once" (after step 2, the first without first-touch costs) or
-  // "every N" (after every N-th step): re-plan from the measured costs (schedule/replan.hpp).
+  // "every N" (after every N-th step): re-plan from the measured costs (plan/replan.hpp).
   enum class Replan { off, once, every } replan = Replan::off;
   int replan_every = 0;  // N of "every N"
 };

@@ -163,6 +163,15 @@ void check_stage_layers(const Deck& deck, const KeyLocations& where) {
   }
 }
 
+// "\"interleaved-1f1b\", \"zb-v\", \"v-half\", \"dualpipev\" or \"auto\"": the kinds that may hold several
+// chunks per rank.
+std::string kinds_with_chunks() {
+  std::string text;
+  for (const ScheduleType& type : schedule_types())
+    if (type.chunks != ChunkRule::one) text.append("\"").append(type.word).append("\", ");
+  return text.substr(0, text.size() - 2) + " or \"auto\"";
+}
+
 void check_schedule(const Deck& deck, const KeyLocations& where) {
   const ScheduleConfig& schedule = deck.schedule;
   const std::int64_t sequences = std::int64_t{schedule.micro_batch_size} * schedule.microbatches * deck.parallel.dp;
@@ -172,17 +181,17 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                                             std::to_string(sequences) + " sequences, more than " +
                                             std::to_string(kMaxCount) + "; use fewer micro-batches");
   }
-  // With "auto", virtual_stages is the most chunks per rank that auto may choose.
-  const bool v_shape = chunk_placement(schedule.kind) == ChunkPlacement::v_shape;
-  const bool chunked_kind = schedule.kind == ScheduleKind::interleaved_1f1b || schedule.kind == ScheduleKind::automatic;
-  if (schedule.virtual_stages > 1 && !chunked_kind && !v_shape) {
+  // Each kind's chunk rule and micro-batch rules (schedule/registry.hpp); with "auto",
+  // virtual_stages is the most chunks per rank that auto may choose.
+  const bool automatic = schedule.kind == ScheduleKind::automatic;
+  const ScheduleType* type = automatic ? nullptr : &schedule_type(schedule.kind);
+  if (schedule.virtual_stages > 1 && type != nullptr && type->chunks == ChunkRule::one) {
     where.fail("schedule.virtual_stages",
-               "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) +
-                   " needs schedule.kind = \"interleaved-1f1b\", \"zb-v\", \"v-half\", \"dualpipev\" or "
-                   "\"auto\" (kind is \"" +
-                   word_of(schedule.kind) + "\"); use virtual_stages = 1 or change the kind");
+               "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) + " needs schedule.kind = " +
+                   kinds_with_chunks() + " (kind is \"" + word_of(schedule.kind) +
+                   "\"); use virtual_stages = 1 or change the kind");
   }
-  if (v_shape && schedule.virtual_stages != 2) {
+  if (type != nullptr && type->chunks == ChunkRule::two_in_a_v && schedule.virtual_stages != 2) {
     const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");
     where.fail(blame_chunks ? "schedule.virtual_stages" : "schedule.kind",
                "schedule.kind = \"" + word_of(schedule.kind) +
@@ -190,22 +199,23 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                    "and needs schedule.virtual_stages = 2, got " +
                    std::to_string(schedule.virtual_stages) + "; set virtual_stages = 2");
   }
-  if (schedule.kind == ScheduleKind::interleaved_1f1b && schedule.virtual_stages < 2) {
+  if (type != nullptr && type->chunks == ChunkRule::two_or_more && schedule.virtual_stages < 2) {
     const bool blame_chunks = where.is_override("schedule.virtual_stages") && !where.is_override("schedule.kind");
     where.fail(blame_chunks ? "schedule.virtual_stages" : "schedule.kind",
-               "schedule.kind = \"interleaved-1f1b\" needs schedule.virtual_stages >= 2 (model chunks per pipeline "
-               "rank), got " + std::to_string(schedule.virtual_stages) +
-                   "; set virtual_stages = 2 or more, or use kind = \"1f1b\"");
+               "schedule.kind = \"" + word_of(schedule.kind) +
+                   "\" needs schedule.virtual_stages >= 2 (model chunks per pipeline "
+                   "rank), got " +
+                   std::to_string(schedule.virtual_stages) + "; set virtual_stages = 2 or more, or use kind = \"1f1b\"");
   }
-  // The interleaved generator's rule (schedule/generators.cpp, as in Megatron): micro-batches go
-  // round the ranks in groups of pp. Checked here too so that the message can name the line.
+  // A generator's rule on the micro-batches (interleaving's, as in Megatron: micro-batches go round
+  // the ranks in groups of pp), checked here too so that the message can name the line.
   const int pp = deck.parallel.pp;
-  if (schedule.kind == ScheduleKind::interleaved_1f1b && schedule.microbatches % pp != 0) {
+  if (type != nullptr && type->microbatches_in_groups_of_stages && schedule.microbatches % pp != 0) {
     const int below = schedule.microbatches / pp * pp;
     where.fail("schedule.microbatches",
                "schedule.microbatches = " + std::to_string(schedule.microbatches) +
-                   " must be a multiple of parallel.pp = " + std::to_string(pp) +
-                   " for schedule.kind = \"interleaved-1f1b\"; use " +
+                   " must be a multiple of parallel.pp = " + std::to_string(pp) + " for schedule.kind = \"" +
+                   word_of(schedule.kind) + "\"; use " +
                    (below > 0 ? std::to_string(below) + " or " : "") + std::to_string(below + pp) +
                    ", or another kind");
   }

@@ -131,20 +131,6 @@ std::vector<StageLayers> partition_layers(const ModelConfig& model, const Parall
   return stages_from_counts(counts);
 }
 
-int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk) {
-  if (placement == ChunkPlacement::v_shape && chunks != 2)
-    throw std::invalid_argument("placed_virtual_stage: a V holds 2 chunks per rank, not " + str(chunks));
-  if (placement == ChunkPlacement::v_shape && chunk == 1) return 2 * pp - 1 - rank;
-  return chunk * pp + rank;
-}
-
-int head_rank(ChunkPlacement placement, int pp) { return placement == ChunkPlacement::v_shape ? 0 : pp - 1; }
-
-ChunkPosition chunk_position(ChunkPlacement placement, int pp, int virtual_stage) {
-  if (placement == ChunkPlacement::v_shape && virtual_stage >= pp) return {2 * pp - 1 - virtual_stage, 1};
-  return {virtual_stage % pp, virtual_stage / pp};
-}
-
 std::vector<StageLayers> rank_chunks(const std::vector<StageLayers>& stages, int pp, ChunkPlacement placement,
                                      int rank) {
   if (pp < 1 || rank < 0 || rank >= pp || stages.size() % pp != 0) {

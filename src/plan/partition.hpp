@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "deck/config.hpp"
+#include "schedule/placement.hpp"
 
 namespace trident {
 
@@ -67,22 +68,6 @@ std::vector<int> balanced_layer_counts(int layers, int pieces, double first_extr
 std::vector<StageLayers> stages_from_counts(const std::vector<int>& counts);
 std::vector<int> layer_counts(const std::vector<StageLayers>& stages);
 std::string layer_counts_text(const std::vector<StageLayers>& stages);  // "3|1"
-
-// Where each rank's chunks sit in the model: deck/choices.hpp's ChunkPlacement, which the schedule's
-// kind decides (chunk_placement).
-
-// The virtual stage of chunk `chunk` of pipeline rank `rank` (chunks per rank: `chunks`).
-int placed_virtual_stage(ChunkPlacement placement, int pp, int chunks, int rank, int chunk);
-
-// The pipeline rank holding the last virtual stage (the head and the loss): pp − 1, or 0 in a V.
-int head_rank(ChunkPlacement placement, int pp);
-
-// The rank and chunk holding virtual stage `virtual_stage`.
-struct ChunkPosition {
-  int rank = 0;
-  int chunk = 0;
-};
-ChunkPosition chunk_position(ChunkPlacement placement, int pp, int virtual_stage);
 
 // The layers of pipeline rank `rank`'s chunks, chunk 0 first, of a partition_layers result with
 // stages.size() a multiple of pp.

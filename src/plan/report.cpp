@@ -236,12 +236,14 @@ void print_schedule(std::ostream& out, const Deck& deck) {
   const int p = deck.parallel.pp;
   const int m = schedule.microbatches;
   const int v = planned_chunks(schedule);
+  const BubbleTheory theory = schedule.kind == ScheduleKind::automatic ? BubbleTheory::below_textbook
+                                                                         : schedule_type(schedule.kind).bubble;
   std::string bubble = percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
                        str(m + p - 1) + " (gpipe/1f1b formula)";
-  if (schedule.kind == ScheduleKind::interleaved_1f1b) {
+  if (theory == BubbleTheory::interleaved) {
     bubble = percent(theoretical_bubble(p, m, v)) + " = (p-1)/(v*m+p-1) = " + str(p - 1) + "/" +
              str(v * m + p - 1) + " (interleaved, Megatron)";
-  } else if (schedule.kind == ScheduleKind::zb_h1 || schedule.kind == ScheduleKind::automatic) {
+  } else if (theory == BubbleTheory::below_textbook) {
     bubble = "below 1f1b's " + percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
              str(m + p - 1) + " (simulated in the schedule table)";
   }

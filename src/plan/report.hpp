@@ -16,8 +16,8 @@ namespace trident {
 // When ranks differs from tp * pp * dp but is a multiple of tp * pp, the plan uses
 // dp = ranks / (tp * pp) and says so; otherwise it throws InputError naming --ranks, parallel.tp
 // and parallel.pp and the valid rank counts. `notes` are printed under the grid line (the CLI
-// says there what schedule.kind = "auto" chose). Schedule simulations are not part of it: plan
-// cannot depend on the schedule module (see schedule/schedule_report.hpp).
+// says there what schedule.kind = "auto" chose). Schedule simulations are not part of it (see
+// plan/schedule_report.hpp).
 void print_plan(std::ostream& out, const Deck& deck, int ranks, const std::vector<std::string>& notes = {});
 
 }  // namespace trident

@@ -18,13 +18,15 @@ struct ScheduleChoice {
   int chunks;
 };
 
+// The registry's search kinds that run (pp, m), with their fewest chunks, several chunks only where
+// each holds a layer at least. With one stage every kind runs each micro-batch's forward then its backward: 1F1B alone.
 std::vector<ScheduleChoice> schedule_choices(int pp, int layers, int microbatches) {
   if (pp == 1) return {{ScheduleKind::one_f_one_b, 1}};
-  std::vector<ScheduleChoice> choices{{ScheduleKind::one_f_one_b, 1}, {ScheduleKind::zb_h1, 1}};
-  if (layers >= 2 * pp) {
-    if (microbatches % pp == 0) choices.push_back({ScheduleKind::interleaved_1f1b, 2});
-    choices.push_back({ScheduleKind::zb_v, 2});
-    if (microbatches >= 2 * pp) choices.push_back({ScheduleKind::dualpipe_v, 2});
+  std::vector<ScheduleChoice> choices;
+  for (const ScheduleType& type : schedule_types()) {
+    const int chunks = type.chunks == ChunkRule::one ? 1 : 2;
+    if (type.in_search && (chunks == 1 || pp * chunks <= layers) && runs_on(type, pp, microbatches, chunks))
+      choices.push_back({type.kind, chunks});
   }
   return choices;
 }

@@ -7,7 +7,7 @@
 #include "plan/memory.hpp"
 #include "plan/model_size.hpp"
 #include "plan/partition.hpp"
-#include "schedule/schedule_report.hpp"
+#include "plan/schedule_report.hpp"
 
 namespace trident {
 namespace {

@@ -54,18 +54,26 @@ double effective_limit(int stages, double memory_limit) {
   return memory_limit > 0.0 ? memory_limit : static_cast<double>(stages);
 }
 
-// In order of preference on a tie: simpler schedules first.
-std::vector<Evaluated> evaluate_candidates(int stages, int microbatches, int max_chunks, double limit) {
-  std::vector<Candidate> candidates = {
-      {ScheduleKind::gpipe, 1}, {ScheduleKind::one_f_one_b, 1}, {ScheduleKind::zb_h1, 1}};
-  for (int v = 2; v <= max_chunks; ++v) candidates.push_back({ScheduleKind::interleaved_1f1b, v});
-  // The V shapes: zb-v at 1F1B's memory, and v-half with the budget the limit leaves (p stage
-  // micro-batches being all of 1F1B's).
-  if (max_chunks >= 2) {
-    candidates.push_back({ScheduleKind::zb_v, 2});
-    candidates.push_back({ScheduleKind::dualpipe_v, 2});
-    candidates.push_back({ScheduleKind::v_half, 2, std::min(1.0, limit / stages)});
+// The registry's auto candidates in their order of preference on a tie (simpler first), each with
+// every chunk count its rule allows up to max_chunks. The budget of v-half is what the limit leaves
+// (p stage micro-batches being all of 1F1B's).
+std::vector<Candidate> auto_candidates(int stages, int max_chunks, double limit) {
+  std::vector<const ScheduleType*> types;
+  for (const ScheduleType& type : schedule_types())
+    if (type.auto_preference > 0) types.push_back(&type);
+  std::ranges::sort(types, {}, &ScheduleType::auto_preference);
+  std::vector<Candidate> candidates;
+  const double budget = std::min(1.0, limit / stages);
+  for (const ScheduleType* type : types) {
+    const int fewest = type->chunks == ChunkRule::one ? 1 : 2;
+    const int most = type->chunks == ChunkRule::two_or_more ? max_chunks : fewest;
+    for (int v = fewest; v <= std::min(most, max_chunks); ++v) candidates.push_back({type->kind, v, budget});
   }
+  return candidates;
+}
+
+std::vector<Evaluated> evaluate_candidates(int stages, int microbatches, int max_chunks, double limit) {
+  const std::vector<Candidate> candidates = auto_candidates(stages, max_chunks, limit);
   std::vector<Evaluated> evaluated;
   for (const Candidate& candidate : candidates) {
     Evaluated e;
@@ -79,8 +87,8 @@ std::vector<Evaluated> evaluate_candidates(int stages, int microbatches, int max
     // A chunk holds 1/v of a stage's layers, so v in-flight chunks weigh one stage micro-batch.
     e.memory = static_cast<double>(*std::max_element(step.peak_in_flight.begin(), step.peak_in_flight.end())) / v;
     e.bubble = step.bubble;
-    e.label =
-        word_of(candidate.kind) + (candidate.kind == ScheduleKind::interleaved_1f1b ? " v=" + std::to_string(v) : "");
+    const bool several_chunk_counts = schedule_type(candidate.kind).chunks == ChunkRule::two_or_more;
+    e.label = word_of(candidate.kind) + (several_chunk_counts ? " v=" + std::to_string(v) : "");
     evaluated.push_back(std::move(e));
   }
   return evaluated;

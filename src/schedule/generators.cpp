@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "plan/partition.hpp"
-#include "schedule/dualpipe_v.hpp"
+#include "schedule/generators.hpp"
+#include "schedule/placement.hpp"
+#include "schedule/registry.hpp"
 #include "schedule/schedule.hpp"
-#include "schedule/v_shape.hpp"
 
 namespace trident {
 namespace {
@@ -20,6 +20,19 @@ Action forward(int microbatch, int chunk = 0) { return {ActionKind::forward, mic
 Action backward(int microbatch, int chunk = 0) { return {ActionKind::backward, microbatch, chunk}; }
 Action input_grad(int microbatch) { return {ActionKind::input_grad, microbatch, 0}; }
 Action weight_grad(int microbatch) { return {ActionKind::weight_grad, microbatch, 0}; }
+
+// "interleaved-1f1b, zb-v, v-half and dualpipev": the kinds whose rule is not one chunk per rank.
+std::string kinds_with_chunks() {
+  std::vector<std::string> words;
+  for (const ScheduleType& type : schedule_types())
+    if (type.chunks != ChunkRule::one) words.emplace_back(type.word);
+  std::string text;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+  return text;
+}
+
+}  // namespace
 
 // GPipe: every forward, then every backward, both in micro-batch order. Simple, and the peak
 // activation memory is all m micro-batches on every rank.
@@ -130,8 +143,6 @@ Schedule make_zb_h1(int p, int m) {
   return schedule;
 }
 
-}  // namespace
-
 Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
   Schedule schedule;
   schedule.kind = kind;
@@ -164,46 +175,32 @@ Schedule forward_only_schedule(const Schedule& training) {
 }
 
 Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks, double activation_budget) {
-  if (stages < 1) {
-    throw InputError("a pipeline schedule needs at least 1 stage, got p = " + std::to_string(stages));
+  return make_schedule(kind, {stages, microbatches, chunks, activation_budget});
+}
+
+Schedule make_schedule(ScheduleKind kind, const ScheduleRequest& request) {
+  if (request.stages < 1) {
+    throw InputError("a pipeline schedule needs at least 1 stage, got p = " + std::to_string(request.stages));
   }
-  if (microbatches < 1) {
+  if (request.microbatches < 1) {
     throw InputError("a pipeline schedule needs at least 1 micro-batch, got m = " +
-                     std::to_string(microbatches));
+                     std::to_string(request.microbatches));
   }
   if (kind == ScheduleKind::automatic)
     throw std::logic_error(
         "schedule kind \"auto\" is a choice among the generators, not a generator: call "
         "choose_auto_schedule");
-  if (kind == ScheduleKind::interleaved_1f1b) return make_interleaved_1f1b(stages, microbatches, chunks);
-  if (chunk_placement(kind) == ChunkPlacement::v_shape) {
-    if (chunks != 2)
-      throw InputError("schedule kind \"" + word_of(kind) +
-                       "\" runs two chunks per rank in a V (virtual_stages = 2), "
-                       "got " +
-                       std::to_string(chunks) + "; set schedule.virtual_stages = 2");
-    if (kind == ScheduleKind::dualpipe_v) return make_dualpipe_v(stages, microbatches);
-    return make_v_shape(kind, stages, microbatches, activation_budget);
-  }
-  if (chunks != 1) {
+  const ScheduleType& type = schedule_type(kind);
+  if (type.chunks == ChunkRule::two_in_a_v && request.chunks != 2)
+    throw InputError("schedule kind \"" + word_of(kind) +
+                     "\" runs two chunks per rank in a V (virtual_stages = 2), "
+                     "got " +
+                     std::to_string(request.chunks) + "; set schedule.virtual_stages = 2");
+  if (type.chunks == ChunkRule::one && request.chunks != 1) {
     throw InputError("schedule kind \"" + word_of(kind) + "\" runs one chunk per rank (virtual_stages = 1), got " +
-                     std::to_string(chunks) + "; interleaved-1f1b, zb-v, v-half and dualpipev use more than one chunk");
+                     std::to_string(request.chunks) + "; " + kinds_with_chunks() + " use more than one chunk");
   }
-  switch (kind) {
-    case ScheduleKind::gpipe:
-      return make_gpipe(stages, microbatches);
-    case ScheduleKind::one_f_one_b:
-      return make_1f1b(stages, microbatches);
-    case ScheduleKind::zb_h1:
-      return make_zb_h1(stages, microbatches);
-    case ScheduleKind::interleaved_1f1b:
-    case ScheduleKind::zb_v:
-    case ScheduleKind::v_half:
-    case ScheduleKind::dualpipe_v:
-    case ScheduleKind::automatic:
-      break;  // handled above
-  }
-  throw std::logic_error("make_schedule: no generator for schedule kind " + word_of(kind));
+  return type.generate(request);
 }
 
 }  // namespace trident

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "deck/choices.hpp"
+#include "schedule/registry.hpp"
 
 namespace trident {
 
@@ -55,9 +55,11 @@ struct Schedule {
 // combination breaks, e.g. interleaved-1f1b needs v >= 2, zb-v v = 2. `automatic` is not made here
 // (std::logic_error; see choose_auto_schedule).
 Schedule make_schedule(ScheduleKind kind, int stages, int microbatches, int chunks, double activation_budget = 0.5);
+// The same from a request, which may also give the costs to order the V shapes for (re-planning).
+Schedule make_schedule(ScheduleKind kind, const ScheduleRequest& request);
 
-// A schedule of `kind`'s shape, its chunks placed as the kind places them (plan/partition.hpp's
-// chunk_placement), without actions yet: where the generators start.
+// A schedule of `kind`'s shape, its chunks placed as the kind places them (schedule/placement.hpp),
+// without actions yet: where the generators start.
 Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
 
 // The forward passes of `training` alone, for evaluation on the same ranks and chunks: each rank

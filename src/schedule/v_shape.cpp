@@ -1,6 +1,6 @@
 // The V-shape schedules zb-v and v-half (Qi et al. 2024, "Pipeline Parallelism with Controllable
 // Memory"; ZB-V in "Zero Bubble Pipeline Parallelism", 2023). Each rank holds two chunks in a V
-// (plan/partition.hpp's ChunkPlacement::v_shape), and B is split into I and W. The action order
+// (schedule/registry.hpp's ChunkPlacement::v_shape), and B is split into I and W. The action order
 // comes from a list scheduler that plays the step with given F, I and W costs per virtual stage
 // (equal ones, or those measured when re-planning): whenever a rank is
 // free it runs, in this order of preference, the oldest ready I (the critical path: the previous
@@ -12,6 +12,7 @@
 #include "schedule/v_shape.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -20,7 +21,6 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "plan/pipeline_theory.hpp"
 
 namespace trident {
 namespace {
@@ -173,6 +173,11 @@ class VShapePlayer {
 };
 
 }  // namespace
+
+int v_shape_activation_cap(ScheduleKind kind, int stages, double activation_budget) {
+  const double budget = kind == ScheduleKind::zb_v ? 1.0 : activation_budget;
+  return std::max(2, static_cast<int>(std::ceil(budget * 2 * stages - 1e-9)));
+}
 
 Schedule make_v_shape(ScheduleKind kind, int stages, int microbatches, double activation_budget) {
   return make_v_shape(kind, stages, microbatches, activation_budget, ActionCosts::uniform(2 * stages, kChunks));

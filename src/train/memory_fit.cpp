@@ -9,7 +9,7 @@
 #include "plan/memory.hpp"
 #include "plan/partition.hpp"
 #include "plan/units.hpp"
-#include "schedule/schedule_report.hpp"
+#include "plan/schedule_report.hpp"
 #include "train/resident_memory.hpp"
 
 namespace trident {

@@ -1,5 +1,5 @@
 // Re-planning at step boundaries (schedule.replan): every rank measures the step's action times,
-// all ranks agree on them, and schedule/replan.hpp decides whether another schedule would run them
+// all ranks agree on them, and plan/replan.hpp decides whether another schedule would run them
 // faster.
 #pragma once
 

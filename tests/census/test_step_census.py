@@ -89,7 +89,7 @@ def test_budget_items_that_hold(family):
     assert not loose, counts["kernels"]
 
 
-# The GPU's fused attention (src/gpu/flash_attention.cu, the GPU build's default under bf16): one
+# The GPU's fused attention (src/gpu/flash_attention_*.cu, the GPU build's default under bf16): one
 # launch forward and two backward per layer, whatever the sequences and heads.
 FUSED_ATTENTION_LAUNCHES_PER_LAYER = 3
 

@@ -1,4 +1,4 @@
-#include "schedule/schedule_report.hpp"
+#include "plan/schedule_report.hpp"
 
 #include <gtest/gtest.h>
 

@@ -204,7 +204,11 @@ TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {
 TEST(PipelineTheory, InFlightOfTheOtherKinds) {
   ScheduleConfig schedule;
   schedule.microbatches = 8;
-  schedule.kind = ScheduleKind::zb_h1;  // 1F1B's memory: its W only fill bubbles
+  // zb-h1 postpones rank r's W by r micro-batches: every rank holds 1F1B's first rank's min(p, m)
+  // between F and W (the simulator counts the same: tests/schedule/registry_test.cpp).
+  schedule.kind = ScheduleKind::zb_h1;
+  for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(in_flight_microbatches(schedule, stage, 4), 4);
+  schedule.kind = ScheduleKind::one_f_one_b;
   for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(in_flight_microbatches(schedule, stage, 4), 4 - stage);
   // Megatron's interleaved warm-up + 1, in chunks, over v: rank 0 of p 4, v 2: (6 + 4 + 1) / 2.
   schedule.kind = ScheduleKind::interleaved_1f1b;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan/pipeline_theory.hpp"
+#include "schedule/v_shape.hpp"
 #include "schedule/schedule.hpp"
 #include "test_util.hpp"
 

@@ -1,27 +1,25 @@
-#include "schedule/replan.hpp"
+#include "plan/replan.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #include "common/error.hpp"
-#include "schedule/dualpipe_v.hpp"
-#include "schedule/rebalance.hpp"
-#include "schedule/v_shape.hpp"
+#include "plan/rebalance.hpp"
 
 namespace trident {
 namespace {
 
+// The kinds re-planning may switch to: those of the running kind's placement and chunk rule, made
+// for the measured costs.
 std::vector<Schedule> candidates(const Schedule& running, const ActionCosts& costs, double activation_budget) {
-  const int p = running.stages, m = running.microbatches;
+  const ScheduleType& now = schedule_type(running.kind);
+  const ScheduleRequest request{running.stages, running.microbatches, running.chunks, activation_budget, &costs};
   std::vector<Schedule> schedules;
-  if (chunk_placement(running.kind) == ChunkPlacement::v_shape) {
-    for (const ScheduleKind kind : {ScheduleKind::zb_v, ScheduleKind::v_half})
-      schedules.push_back(make_v_shape(kind, p, m, activation_budget, costs));
-    if (m >= 2 * p) schedules.push_back(make_dualpipe_v(p, m));
-  } else if (running.chunks == 1) {
-    for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1})
-      schedules.push_back(make_schedule(kind, p, m, 1));
+  for (const ScheduleType& type : schedule_types()) {
+    const bool alike = type.placement == now.placement && type.chunks == now.chunks;
+    if (type.in_replan && alike && runs_on(type, request.stages, request.microbatches, request.chunks))
+      schedules.push_back(make_schedule(type.kind, request));
   }
   return schedules;
 }

@@ -1,7 +1,7 @@
 // Re-planning from measured costs: the candidates keep the running placement, the fastest that fits
 // the memory limit wins when it saves more than the threshold, and the V's list scheduler orders
 // unequal stages for their costs.
-#include "schedule/replan.hpp"
+#include "plan/replan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/rebalance.hpp"
+#include "plan/rebalance.hpp"
 #include "schedule/schedule.hpp"
 #include "schedule/v_shape.hpp"
 

@@ -1,4 +1,4 @@
-#include "schedule/rebalance.hpp"
+#include "plan/rebalance.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // placement: one chunk per rank chooses among gpipe, 1f1b and zb-h1; a V among zb-v, v-half and
 // dualpipev, whose list scheduler orders the actions for the given costs (unequal stages
 // included). Each is simulated on the running split with the measured costs and, where layers may
-// move, on the split that balances the measured costs (schedule/rebalance.hpp) with the costs it
+// move, on the split that balances the measured costs (plan/rebalance.hpp) with the costs it
 // would have. Candidates whose simulated activation peak exceeds the memory limit are left out.
 // Pure: every rank given the same costs reaches the same decision.
 #pragma once

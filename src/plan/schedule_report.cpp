@@ -1,4 +1,4 @@
-#include "schedule/schedule_report.hpp"
+#include "plan/schedule_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -67,11 +67,13 @@ double rank0_activation_mib(const Deck& deck, const Schedule& schedule, int peak
 }
 
 std::string theory_text(const Schedule& schedule) {
-  if (schedule.kind == ScheduleKind::gpipe || schedule.kind == ScheduleKind::one_f_one_b) {
-    return percent(theoretical_bubble(schedule.stages, schedule.microbatches));
-  }
-  if (schedule.kind == ScheduleKind::interleaved_1f1b) {
-    return percent(theoretical_bubble(schedule.stages, schedule.microbatches, schedule.chunks));
+  switch (schedule_type(schedule.kind).bubble) {
+    case BubbleTheory::textbook:
+      return percent(theoretical_bubble(schedule.stages, schedule.microbatches));
+    case BubbleTheory::interleaved:
+      return percent(theoretical_bubble(schedule.stages, schedule.microbatches, schedule.chunks));
+    case BubbleTheory::below_textbook:
+      break;
   }
   return "-";  // zero-bubble kinds: no closed form worth quoting; the simulation is the number
 }
@@ -152,30 +154,31 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
 
   std::vector<Candidate> candidates;
   std::vector<std::string> skipped;
-  for (const auto& [kind, word] : kScheduleKinds) {
-    try {
-      if (kind == ScheduleKind::automatic) {
-        // The deck's own auto may use up to virtual_stages chunks; otherwise show what auto would
-        // pick with the chunks of the interleaved line.
-        const int max_chunks = config.kind == ScheduleKind::automatic ? config.virtual_stages
-                                                                      : (interleaving_fits ? interleaved_chunks : 1);
-        Schedule chosen = choose_auto_schedule(p, m, max_chunks, config.auto_memory_limit);
-        candidates.push_back({"auto: " + word_of(chosen.kind), config.kind == kind, std::move(chosen)});
-        continue;
-      }
-      const int chunks = kind == ScheduleKind::interleaved_1f1b             ? interleaved_chunks
-                         : chunk_placement(kind) == ChunkPlacement::v_shape ? 2
-                                                                            : 1;
-      if (static_cast<long>(p) * chunks > layers) {
-        skipped.push_back(std::string(word) + " (v = " + str(chunks) + "): needs pp x v = " + str(p * chunks) +
-                          " <= model.layers = " + str(layers));
-        continue;
-      }
-      candidates.push_back(
-          {std::string(word), config.kind == kind, make_schedule(kind, p, m, chunks, config.activation_budget)});
-    } catch (const InputError& error) {
-      skipped.push_back(std::string(word) + ": " + error.what());
+  for (const ScheduleType& type : schedule_types()) {
+    const std::string word(type.word);
+    const int chunks = type.chunks == ChunkRule::one          ? 1
+                       : type.chunks == ChunkRule::two_in_a_v ? 2
+                                                              : interleaved_chunks;
+    if (static_cast<long>(p) * chunks > layers) {
+      skipped.push_back(word + " (v = " + str(chunks) + "): needs pp x v = " + str(p * chunks) +
+                        " <= model.layers = " + str(layers));
+      continue;
     }
+    try {
+      candidates.push_back({word, config.kind == type.kind, make_schedule(type.kind, p, m, chunks, config.activation_budget)});
+    } catch (const InputError& error) {
+      skipped.push_back(word + ": " + error.what());
+    }
+  }
+  try {
+    // The deck's own auto may use up to virtual_stages chunks; otherwise show what auto would pick
+    // with the chunks of the interleaved line.
+    const bool automatic = config.kind == ScheduleKind::automatic;
+    const int max_chunks = automatic ? config.virtual_stages : (interleaving_fits ? interleaved_chunks : 1);
+    Schedule chosen = choose_auto_schedule(p, m, max_chunks, config.auto_memory_limit);
+    candidates.push_back({"auto: " + word_of(chosen.kind), automatic, std::move(chosen)});
+  } catch (const InputError& error) {
+    skipped.push_back("auto: " + std::string(error.what()));
   }
 
   out << "\nSchedules for p = " << p << ", m = " << m << " (simulated step; * = the deck's schedule.kind)\n";

@@ -16,33 +16,15 @@
 #include "kernels/residual.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/tied_head.hpp"
-#include "model/activation_arena.hpp"
+#include "model/backward_workspace.hpp"
+#include "model/chunk_state.hpp"
 #include "model/families.hpp"
 #include "model/init.hpp"
+#include "model/model_tensors.hpp"
 #include "model/tp_shape.hpp"
 #include "model/vocab_parallel_loss.hpp"
 
 namespace trident {
-
-namespace {
-
-template <class Family>
-void add_family_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
-  constexpr int by_rows = 0;
-  bool embedding = false, head = false;
-  for (const ModelChunk& chunk : chunks) embedding |= chunk.embedding, head |= chunk.head;
-  if (embedding || (head && cfg.tie_embeddings)) params.add(Family::embedding, {cfg.vocab, cfg.d_model}, by_rows);
-  if (embedding && Family::positions) params.add(Family::positions, {cfg.seq_len, cfg.d_model});
-  for (const ModelChunk& chunk : chunks)
-    for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
-      Family::Block::add_parameters(params, cfg, layer);
-  if (!head) return;
-  params.add(Family::final_norm, {cfg.d_model});
-  if (Family::final_norm_bias) params.add(Family::final_norm_bias, {cfg.d_model});
-  if (!cfg.tie_embeddings) params.add(kUntiedHead, {cfg.vocab, cfg.d_model}, by_rows);
-}
-
-}  // namespace
 
 void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
   if (cfg.family == ModelFamily::llama)
@@ -50,117 +32,6 @@ void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std:
   else
     add_family_parameters<Gpt2Family>(params, cfg, chunks);
 }
-
-namespace {
-
-// Pointers to the model's tensors inside one flat buffer (the values, or the gradients): the
-// embedding's and the head's where this rank holds them (else null), and the blocks by global
-// layer (those held elsewhere left unset).
-template <class Family>
-struct ModelTensors {
-  using Weights = typename Family::Block::Weights;
-  ModelTensors(const FloatBuffer& buffer, const ParamStore& params, const std::vector<ModelChunk>& chunks, int layers)
-      : blocks(layers) {
-    auto at = [&](const char* name) -> float* {
-      const ParamTensor* tensor = name ? params.try_find(name) : nullptr;
-      return tensor ? tensor->in(buffer) : nullptr;
-    };
-    embedding = at(Family::embedding);
-    positions = at(Family::positions);
-    final_norm = at(Family::final_norm);
-    final_norm_bias = at(Family::final_norm_bias);
-    head = params.try_find(kUntiedHead) ? at(kUntiedHead) : embedding;
-    for (const ModelChunk& chunk : chunks)
-      for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
-        blocks[layer] = Family::Block::tensors(buffer, params, layer);
-  }
-  float *embedding = nullptr, *positions = nullptr, *final_norm = nullptr, *final_norm_bias = nullptr;
-  float* head = nullptr;  // lm_head, or the embedding when tied
-  std::vector<Weights> blocks;
-};
-
-FloatBuffer uninitialised(const char* name, std::size_t n) {
-  return FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), n);
-}
-
-// Activation gradients of one backward pass (micro-batches run backward one at a time).
-struct Workspace {
-  // mlp_inputs: the MLP's column-parallel outputs per token, in widths of F/tp (GPT-2's c_fc 1,
-  // Llama's gate | up 2).
-  Workspace(const ModelConfig& cfg, const TpShape& local, int tp_size, int B, int mlp_inputs,
-            bool shared_probabilities, int sequence_shards)
-      : att(shared_probabilities ? uninitialised("att", attention_saved_floats(attention_heads(cfg, B, tp_size)))
-                                 : FloatBuffer()),
-        gathered(sequence_shards > 1 ? uninitialised("gathered", rows(cfg, B) * cfg.d_model) : FloatBuffer()),
-        dgathered(sequence_shards > 1 ? uninitialised("dgathered", rows(cfg, B) * cfg.d_model) : FloatBuffer()),
-        dln_local(sequence_shards > 1 ? uninitialised("dln_local", rows(cfg, B) / sequence_shards * cfg.d_model)
-                                      : FloatBuffer()),
-        norm_grads(sequence_shards > 1 ? uninitialised("norm_grads", 2 * kMostNormTensors * cfg.d_model)
-                                       : FloatBuffer()),
-        dresidual(uninitialised("dresidual", rows(cfg, B) * cfg.d_model)),
-        dln(uninitialised("dln", rows(cfg, B) * cfg.d_model)),
-        datty(uninitialised("datty", rows(cfg, B) * local.attn_width)),
-        dqkv(uninitialised("dqkv", 3 * rows(cfg, B) * local.attn_width)),
-        attention(uninitialised("attention", attention_scratch_floats(attention_heads(cfg, B, tp_size)))),
-        dfch(uninitialised("dfch", rows(cfg, B) * mlp_inputs * local.mlp_width)),
-        norm_grad_sums(2, cfg.d_model) {}
-  static std::size_t rows(const ModelConfig& cfg, int B) { return static_cast<std::size_t>(B) * cfg.seq_len; }
-  BackwardScratch scratch() const {
-    return {att.data(),      dln.data(),       datty.data(),     attention.data(),        dfch.data(), dqkv.data(),
-            gathered.data(), dgathered.data(), dln_local.data(), norm_grad_sums.scratch()};
-  }
-
-  FloatBuffer att;        // selective recomputation: the attention probabilities of the layer at work
-  FloatBuffer gathered, dgathered, dln_local;  // sequence parallelism: BackwardScratch's
-  // Sequence parallelism: the norms' gradients set aside, then one micro-batch's contribution.
-  static constexpr std::size_t kMostNormTensors = 4;
-  FloatBuffer norm_grads;
-  FloatBuffer dresidual;  // [B, T, C] gradient w.r.t. the residual stream, passed from block to block
-  FloatBuffer dln, datty, dqkv, attention, dfch;
-  ColumnSumBuffers norm_grad_sums;  // a norm backward's weight and bias gradients, per team
-};
-
-// One micro-batch's deferred weight gradients (between I and W of a zero-bubble schedule): each
-// block's output gradients, kept in `storage`; the layers' inputs stay in the micro-batch's stash.
-// The head's weight gradient reads the stash and the loss scale.
-template <class Block>
-struct DeferredWeightGrads {
-  FloatBuffer storage;
-  std::vector<typename Block::OutputGrads> blocks;  // the chunk's blocks, in order
-  float loss_scale = 1.0f;
-};
-
-template <class Block>
-struct ChunkState {
-  ChunkState(const ModelConfig& cfg, int B, int tp_size, const ModelChunk& spec, Recompute recompute,
-             bool sequence_parallel, bool bf16_product_inputs, ActivationMemory& memory)
-      : spec(spec),
-        stash(cfg, B, tp_size, spec,
-              recompute == Recompute::selective ? StashContent::without_probabilities : StashContent::all, &memory,
-              sequence_parallel, bf16_product_inputs) {
-    if (recompute == Recompute::full)
-      inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory,
-                                                        sequence_parallel);
-  }
-  ModelChunk spec;
-  ActivationArena<Block> stash;
-  std::unique_ptr<ActivationArena<Block>> inputs;  // recomputation: what forward keeps of each micro-batch
-  std::map<int, DeferredWeightGrads<Block>> deferred;
-};
-
-// What block `index` of a chunk reads: the previous block's output, or the chunk's input (the
-// embedding output, or the previous chunk's output).
-template <class Block>
-const float* block_input(const Activations<Block>& a, int index) {
-  return index > 0 ? a.layers[index - 1].residual3 : a.encoded;
-}
-
-template <class Block>
-const float* chunk_output(const ModelChunk& spec, const Activations<Block>& a) {
-  return block_input(a, spec.num_layers);
-}
-
-}  // namespace
 
 // What the model is whatever its family; FamilyModel below is the family's composition.
 struct Gpt::Impl {

@@ -11,7 +11,7 @@ const char* usage_text() {
 
 Usage:
   trident run   DECK [--set section.key=value ...]   train (under mpirun / srun)
-  trident plan  DECK [--ranks N] [--show-schedule] [--machine FILE [--search] [--json]] [--set section.key=value ...]
+  trident plan  DECK [--ranks N] [--show-schedule [--csv]] [--machine FILE [--search] [--json]] [--set section.key=value ...]
                 grid, stage partition, parameters, FLOPs, memory, and a table of the pipeline
                 schedules (gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, v-half, dualpipev, auto)
                 with simulated bubbles; with --machine, the predicted step time, tokens/s, FLOP/s
@@ -29,6 +29,9 @@ Options:
                            grid does not multiply to N)
   --show-schedule          plan: also draw the deck's schedule, one line per pipeline rank
                            (F forward, B backward, I input grad, W weight grad, . idle)
+  --csv                    plan --show-schedule: print only the deck's schedule as a CSV action list, one row
+                           per pipeline rank ("0F0,0F1,0I0,0W0,..."; PyTorch's layout), which
+                           schedule.kind = "file" with schedule.file = PATH runs
   --machine FILE           plan: predict the step on the machine FILE describes (peaks, GEMM
                            efficiency, memory, links; input_decks/machines/*.toml)
   --search                 plan --machine: rank every grid (tp, pp, dp, micro-batch size, schedule,
@@ -106,6 +109,9 @@ CliArgs parse_cli(int argc, char** argv) {
       if (args.command != Command::plan)
         throw InputError("--search is an option of `trident plan --machine FILE` only");
       args.search = true;
+    } else if (word == "--csv") {
+      if (args.command != Command::plan) throw InputError("--csv is an option of `trident plan --show-schedule` only");
+      args.csv = true;
     } else if (word == "--json") {
       if (args.command != Command::plan) throw InputError("--json is an option of `trident plan --machine FILE` only");
       args.json = true;
@@ -120,6 +126,8 @@ CliArgs parse_cli(int argc, char** argv) {
   if ((args.json || args.search) && args.machine_path.empty())
     throw InputError(std::string(args.json ? "--json" : "--search") +
                      " predicts for a machine: add --machine FILE (input_decks/machines/*.toml)");
+  if (args.csv && (!args.show_schedule || !args.machine_path.empty()))
+    throw InputError("--csv prints the deck's schedule alone: use trident plan DECK --show-schedule --csv");
   if (args.deck_path.empty() && !args.show_help)
     throw InputError("missing DECK: e.g. trident " + first + " input_decks/tiny.toml");
   return args;

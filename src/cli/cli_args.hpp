@@ -17,6 +17,7 @@ struct CliArgs {
   bool show_schedule = false;          // plan --show-schedule: draw the deck's schedule
   std::string machine_path;            // plan --machine FILE: predict the step on that machine
   bool json = false;                   // plan --json: the prediction as one JSON object
+  bool csv = false;                    // plan --show-schedule --csv: the schedule as a CSV action list only
   bool search = false;                 // plan --search: rank the grids that fit the machine
   bool show_help = false;              // `trident <command> --help`
 };

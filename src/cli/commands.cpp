@@ -23,6 +23,7 @@
 #include "predict/search.hpp"
 #include "predict/step_model.hpp"
 #include "plan/schedule_report.hpp"
+#include "schedule/csv_schedule.hpp"
 #include "train/trainer.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
 #include "gpu/device_selection.hpp"
@@ -156,6 +157,10 @@ int plan_command(const CliArgs& args) {
   return report_errors([&] {
     const Deck deck = load_deck(args.deck_path, args.overrides);
     const Schedule schedule = deck_schedule(deck);
+    if (args.csv) {
+      std::cout << schedule_csv(schedule);
+      return kExitOk;
+    }
     // The plan's partition and memory follow the schedule that will run: auto's choice.
     Deck planned = deck;
     std::vector<std::string> notes;

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "deck/choices.hpp"
+#include "schedule/schedule.hpp"
 
 namespace trident {
 
@@ -86,7 +88,17 @@ struct ScheduleConfig {
   // "every N" (after every N-th step): re-plan from the measured costs (plan/replan.hpp).
   enum class Replan { off, once, every } replan = Replan::off;
   int replan_every = 0;  // N of "every N"
+  // schedule.file: the action lists kind "file" runs (schedule/csv_schedule.hpp), and the schedule
+  // read from it when the deck is loaded (deck/schedule_file.hpp).
+  std::string file;
+  std::shared_ptr<const Schedule> from_file;
 };
+
+// Where the deck's schedule places each rank's chunks: its kind's, or the file's.
+inline ChunkPlacement chunk_placement(const ScheduleConfig& schedule) {
+  return schedule.kind == ScheduleKind::file && schedule.from_file ? schedule.from_file->placement
+                                                                   : chunk_placement(schedule.kind);
+}
 
 // [emulate]: every pipeline action sleeps for a fixed time instead of computing, while the
 // messages between stages are real, to study schedules at many ranks on a small machine.

@@ -12,6 +12,7 @@
 #include "deck/messages.hpp"
 #include "deck/model_family.hpp"
 #include "deck/overrides.hpp"
+#include "deck/schedule_file.hpp"
 #include "deck/relations.hpp"
 #include "deck/schema.hpp"
 #include "deck/suggest.hpp"
@@ -111,6 +112,7 @@ Deck parse_deck(const std::string& text, const std::string& source_name, const s
   resolve_model_family(deck, *root["model"].as_table(), where);
   deck.eval.enabled = root.contains("eval");
   resolve_token_paths(deck, where);
+  read_schedule_file(deck, where);
   check_relations(deck, where);
   deck.path = source_name;
   deck.text = recorded_text(text, overrides);

@@ -183,8 +183,7 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
   }
   // Each kind's chunk rule and micro-batch rules (schedule/registry.hpp); with "auto",
   // virtual_stages is the most chunks per rank that auto may choose.
-  const bool automatic = schedule.kind == ScheduleKind::automatic;
-  const ScheduleType* type = automatic ? nullptr : &schedule_type(schedule.kind);
+  const ScheduleType* type = find_schedule_type(schedule.kind);  // none for auto and a file
   if (schedule.virtual_stages > 1 && type != nullptr && type->chunks == ChunkRule::one) {
     where.fail("schedule.virtual_stages",
                "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) + " needs schedule.kind = " +
@@ -205,7 +204,8 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
                "schedule.kind = \"" + word_of(schedule.kind) +
                    "\" needs schedule.virtual_stages >= 2 (model chunks per pipeline "
                    "rank), got " +
-                   std::to_string(schedule.virtual_stages) + "; set virtual_stages = 2 or more, or use kind = \"1f1b\"");
+                   std::to_string(schedule.virtual_stages) +
+                   "; set virtual_stages = 2 or more, or use kind = \"1f1b\"");
   }
   // A generator's rule on the micro-batches (interleaving's, as in Megatron: micro-batches go round
   // the ranks in groups of pp), checked here too so that the message can name the line.

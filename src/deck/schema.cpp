@@ -76,6 +76,16 @@ std::string resolved_path(const std::string& value, const KeySite& site) {
   return value.empty() ? value : (site.base_dir / value).lexically_normal().string();
 }
 
+// One input file's path (schedule.file), resolved against the site's base directory.
+template <class Section>
+KeySpec input_file(std::string section, std::string name, Section Deck::*part, std::string Section::*field) {
+  return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
+            const std::string& value = read_string(node, site);
+            if (value.empty()) site.fail("must not be empty; give the path of a file");
+            (deck.*part).*field = resolved_path(value, site);
+          }};
+}
+
 // A path or an array of them (data.path, eval.path), each resolved against the site's base
 // directory; glob patterns stay patterns until deck/token_paths expands them.
 template <class Section>
@@ -205,6 +215,7 @@ const std::vector<KeySpec>& deck_keys() {
       real("schedule", "auto_memory_limit", &Deck::schedule, &ScheduleConfig::auto_memory_limit, kNonNegative),
       real("schedule", "activation_budget", &Deck::schedule, &ScheduleConfig::activation_budget, kShare),
       replan_choice(),
+      input_file("schedule", "file", &Deck::schedule, &ScheduleConfig::file),
 
       integer("train", "steps", &Deck::train, &TrainConfig::steps, 1),
       integer("train", "seed", &Deck::train, &TrainConfig::seed, 0),

@@ -87,7 +87,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   if (selective && deck.model.attention == AttentionKernel::explicit_probabilities)
     memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *
                              deck.model.seq_len;
-  const ChunkPlacement placement = chunk_placement(deck.schedule.kind);
+  const ChunkPlacement placement = chunk_placement(deck.schedule);
   const int chunks = static_cast<int>(stages.size()) / pp;
   bool holds_embedding = false;
   for (int chunk = 0; chunk < chunks; ++chunk) {

@@ -13,6 +13,7 @@ namespace {
 // The kinds re-planning may switch to: those of the running kind's placement and chunk rule, made
 // for the measured costs.
 std::vector<Schedule> candidates(const Schedule& running, const ActionCosts& costs, double activation_budget) {
+  if (running.kind == ScheduleKind::file) return {};  // a file's schedule has no kin to switch to
   const ScheduleType& now = schedule_type(running.kind);
   const ScheduleRequest request{running.stages, running.microbatches, running.chunks, activation_budget, &costs};
   std::vector<Schedule> schedules;

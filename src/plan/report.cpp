@@ -157,7 +157,7 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
   const int tp = deck.parallel.tp;
   const int pp = deck.parallel.pp;
   const bool interleaved = static_cast<int>(stages.size()) > pp;  // several chunks per rank
-  const ChunkPlacement placement = chunk_placement(deck.schedule.kind);
+  const ChunkPlacement placement = chunk_placement(deck.schedule);
   out << "\nParameters\n";
   print_fields(
       out, {{"total", exact_and_human(total_params(model)) + (model.tie_embeddings ? ", tied head counted once" : "")},
@@ -236,8 +236,8 @@ void print_schedule(std::ostream& out, const Deck& deck) {
   const int p = deck.parallel.pp;
   const int m = schedule.microbatches;
   const int v = planned_chunks(schedule);
-  const BubbleTheory theory = schedule.kind == ScheduleKind::automatic ? BubbleTheory::below_textbook
-                                                                         : schedule_type(schedule.kind).bubble;
+  const ScheduleType* type = find_schedule_type(schedule.kind);  // none for auto and a file
+  const BubbleTheory theory = type ? type->bubble : BubbleTheory::below_textbook;
   std::string bubble = percent(theoretical_bubble(p, m)) + " = (p-1)/(m+p-1) = " + str(p - 1) + "/" +
                        str(m + p - 1) + " (gpipe/1f1b formula)";
   if (theory == BubbleTheory::interleaved) {
@@ -461,7 +461,7 @@ void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::
   print_schedule(plan, deck);
   print_memory(plan, deck, stages);
   print_tp_traffic(plan, deck, stages);
-  print_rank_layout(plan, grid, stages, chunk_placement(deck.schedule.kind));
+  print_rank_layout(plan, grid, stages, chunk_placement(deck.schedule));
   out << plan.str();
 }
 

@@ -67,6 +67,7 @@ double rank0_activation_mib(const Deck& deck, const Schedule& schedule, int peak
 }
 
 std::string theory_text(const Schedule& schedule) {
+  if (schedule.kind == ScheduleKind::file) return "-";
   switch (schedule_type(schedule.kind).bubble) {
     case BubbleTheory::textbook:
       return percent(theoretical_bubble(schedule.stages, schedule.microbatches));
@@ -110,6 +111,10 @@ std::string costs_text(const Deck& deck) {
 Schedule deck_schedule(const Deck& deck) {
   const ScheduleConfig& schedule = deck.schedule;
   const int p = deck.parallel.pp;
+  if (schedule.kind == ScheduleKind::file) {
+    if (!schedule.from_file) throw std::logic_error("deck_schedule: schedule.file was not read with the deck");
+    return *schedule.from_file;
+  }
   try {
     if (schedule.kind == ScheduleKind::automatic) {
       return choose_auto_schedule(p, schedule.microbatches, schedule.virtual_stages, schedule.auto_memory_limit);
@@ -165,11 +170,13 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
       continue;
     }
     try {
-      candidates.push_back({word, config.kind == type.kind, make_schedule(type.kind, p, m, chunks, config.activation_budget)});
+      Schedule schedule = make_schedule(type.kind, p, m, chunks, config.activation_budget);
+      candidates.push_back({word, config.kind == type.kind, std::move(schedule)});
     } catch (const InputError& error) {
       skipped.push_back(word + ": " + error.what());
     }
   }
+  if (config.kind == ScheduleKind::file) candidates.push_back({"file", true, deck_schedule(deck)});
   try {
     // The deck's own auto may use up to virtual_stages chunks; otherwise show what auto would pick
     // with the chunks of the interleaved line.

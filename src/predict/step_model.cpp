@@ -165,7 +165,7 @@ CostContext cost_context(const Deck& deck, const Machine& machine) {
 // The data-parallel reduction and the optimizer after the pipeline, on the slowest pipeline rank.
 void add_after_pipeline(StepPrediction& p, const CostContext& c, const std::vector<StageLayers>& stages) {
   const Deck& deck = c.deck;
-  const ChunkPlacement placement = chunk_placement(p.schedule.kind);
+  const ChunkPlacement placement = p.schedule.placement;
   const int dp = deck.parallel.dp;
   double slowest = 0.0;
   const int chunks = static_cast<int>(stages.size()) / deck.parallel.pp;
@@ -211,7 +211,7 @@ StepPrediction predict_step(const Deck& deck, const Machine& machine) {
     const StageTimes times = deck.emulate.enabled ? emulated_times(deck.emulate)
                                                   : stage_times(c, stages[vs], vs == 0, vs + 1 == stages.size());
     p.costs.per_virtual_stage.push_back(times.costs);
-    const int rank = chunk_position(chunk_placement(p.schedule.kind), deck.parallel.pp, static_cast<int>(vs)).rank;
+    const int rank = chunk_position(p.schedule.placement, deck.parallel.pp, static_cast<int>(vs)).rank;
     rank_tp_comm[rank] += times.tp_comm * deck.schedule.microbatches;
   }
   p.tp_comm_s = *std::max_element(rank_tp_comm.begin(), rank_tp_comm.end());

@@ -144,13 +144,17 @@ Schedule make_zb_h1(int p, int m) {
 }
 
 Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  return empty_schedule(kind, stages, microbatches, chunks, chunk_placement(kind));
+}
+
+Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks, ChunkPlacement placement) {
   Schedule schedule;
   schedule.kind = kind;
   schedule.stages = stages;
   schedule.microbatches = microbatches;
   schedule.chunks = chunks;
+  schedule.placement = placement;
   schedule.virtual_stage.assign(stages, std::vector<int>(chunks, 0));
-  const ChunkPlacement placement = chunk_placement(kind);
   for (int rank = 0; rank < stages; ++rank) {
     for (int chunk = 0; chunk < chunks; ++chunk)
       schedule.virtual_stage[rank][chunk] = placed_virtual_stage(placement, stages, chunks, rank, chunk);

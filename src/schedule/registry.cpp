@@ -38,9 +38,7 @@ double v_shape_cap(const ScheduleRequest& r, int) {
   return std::min(v_shape_activation_cap(kind, r.stages, r.activation_budget), 2 * r.microbatches) / 2.0;
 }
 // dualpipev: 2p chunks after its two forward phases, one more in each F-B pair.
-double dualpipe_v_phases(const ScheduleRequest& r, int) {
-  return std::min(2 * r.stages + 1, 2 * r.microbatches) / 2.0;
-}
+double dualpipe_v_phases(const ScheduleRequest& r, int) { return std::min(2 * r.stages + 1, 2 * r.microbatches) / 2.0; }
 
 template <ScheduleKind kind>
 Schedule v_shape(const ScheduleRequest& r) {
@@ -56,16 +54,18 @@ constexpr ChunkPlacement kLine = ChunkPlacement::interleaved, kV = ChunkPlacemen
 // kind, word, placement, chunks, m in groups of p, m per stage at least, generator, peak in flight,
 // bubble, auto's preference, re-planning, search
 constexpr std::array<ScheduleType, 7> kTypes{{
-    {gpipe, "gpipe", kLine, one, false, 0, [](const ScheduleRequest& r) { return make_gpipe(r.stages, r.microbatches); },
-     all_microbatches, textbook, 1, true, false},
+    {gpipe, "gpipe", kLine, one, false, 0,
+     [](const ScheduleRequest& r) { return make_gpipe(r.stages, r.microbatches); }, all_microbatches, textbook, 1, true,
+     false},
     {one_f_one_b, "1f1b", kLine, one, false, 0,
      [](const ScheduleRequest& r) { return make_1f1b(r.stages, r.microbatches); }, one_f_one_b_warm_up, textbook, 2,
      true, true},
     {interleaved_1f1b, "interleaved-1f1b", kLine, two_or_more, true, 0,
      [](const ScheduleRequest& r) { return make_interleaved_1f1b(r.stages, r.microbatches, r.chunks); },
      interleaved_warm_up, interleaved, 4, false, true},
-    {zb_h1, "zb-h1", kLine, one, false, 0, [](const ScheduleRequest& r) { return make_zb_h1(r.stages, r.microbatches); },
-     one_f_one_b_first_rank, below_textbook, 3, true, true},
+    {zb_h1, "zb-h1", kLine, one, false, 0,
+     [](const ScheduleRequest& r) { return make_zb_h1(r.stages, r.microbatches); }, one_f_one_b_first_rank,
+     below_textbook, 3, true, true},
     {zb_v, "zb-v", kV, two_in_a_v, false, 0, v_shape<zb_v>, v_shape_cap<zb_v>, below_textbook, 5, true, true},
     {v_half, "v-half", kV, two_in_a_v, false, 0, v_shape<v_half>, v_shape_cap<v_half>, below_textbook, 7, true, false},
     {dualpipe_v, "dualpipev", kV, two_in_a_v, false, 2,
@@ -73,26 +73,33 @@ constexpr std::array<ScheduleType, 7> kTypes{{
      below_textbook, 6, true, true},
 }};
 
-constexpr std::array<Choice<ScheduleKind>, kTypes.size() + 1> words_of_kinds() {
-  std::array<Choice<ScheduleKind>, kTypes.size() + 1> words{};
+constexpr std::size_t kWords = kTypes.size() + 2;
+constexpr std::array<Choice<ScheduleKind>, kWords> words_of_kinds() {
+  std::array<Choice<ScheduleKind>, kWords> words{};
   for (std::size_t i = 0; i < kTypes.size(); ++i) words[i] = {kTypes[i].kind, kTypes[i].word};
-  words.back() = {automatic, "auto"};
+  words[kTypes.size()] = {automatic, "auto"};
+  words[kTypes.size() + 1] = {file, "file"};
   return words;
 }
 
 }  // namespace
 
 std::span<const Choice<ScheduleKind>> choices(ScheduleKind) {
-  static const std::array<Choice<ScheduleKind>, kTypes.size() + 1> words = words_of_kinds();
+  static const std::array<Choice<ScheduleKind>, kWords> words = words_of_kinds();
   return words;
 }
 
 std::span<const ScheduleType> schedule_types() { return kTypes; }
 
-const ScheduleType& schedule_type(ScheduleKind kind) {
+const ScheduleType* find_schedule_type(ScheduleKind kind) {
   for (const ScheduleType& type : kTypes)
-    if (type.kind == kind) return type;
-  throw std::logic_error("schedule_type: \"auto\" is a choice among the schedule kinds, not one of them");
+    if (type.kind == kind) return &type;
+  return nullptr;
+}
+
+const ScheduleType& schedule_type(ScheduleKind kind) {
+  if (const ScheduleType* type = find_schedule_type(kind)) return *type;
+  throw std::logic_error("schedule_type: \"" + word_of(kind) + "\" has no generator of its own");
 }
 
 ChunkPlacement chunk_placement(ScheduleKind kind) {

@@ -18,9 +18,10 @@ namespace trident {
 struct Schedule;
 struct ActionCosts;
 
-// schedule.kind. `automatic` ("auto") is no schedule of its own: auto picks one of the others
-// (schedule/schedule.hpp's choose_auto_schedule).
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_v, v_half, dualpipe_v, automatic };
+// schedule.kind. Two are no generator of their own: `automatic` ("auto") picks one of the others
+// (schedule/schedule.hpp's choose_auto_schedule), and `file` reads the action lists of
+// schedule.file (schedule/csv_schedule.hpp).
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_v, v_half, dualpipe_v, automatic, file };
 std::span<const Choice<ScheduleKind>> choices(ScheduleKind);
 
 // Where each rank's model chunks sit, which the schedule's kind decides (schedule/placement.hpp maps
@@ -67,12 +68,16 @@ struct ScheduleType {
   bool in_search;       // `plan --search` tries it
 };
 
-// Every schedule kind but `automatic`, in the deck's order of words.
+// Every generated schedule kind (all but `automatic` and `file`), in the deck's order of words.
 std::span<const ScheduleType> schedule_types();
-// The line of `kind`; std::logic_error for `automatic`.
+// The line of `kind`, or null for `automatic` and `file`.
+const ScheduleType* find_schedule_type(ScheduleKind kind);
+// The line of `kind`; std::logic_error for `automatic` and `file`.
 const ScheduleType& schedule_type(ScheduleKind kind);
 
-ChunkPlacement chunk_placement(ScheduleKind kind);  // automatic: interleaved (what it places before choosing)
+// automatic: interleaved (what it places before choosing); file: std::logic_error (the file's
+// schedule knows its placement: Schedule::placement).
+ChunkPlacement chunk_placement(ScheduleKind kind);
 
 // Whether `type` runs p stages, m micro-batches and v chunks per rank (its chunk rule and its
 // micro-batch rules; the generator throws InputError, with the reason, exactly where this is false).

@@ -32,10 +32,11 @@ struct Action {
 std::string to_string(const Action& action, int chunks);
 
 struct Schedule {
-  ScheduleKind kind = ScheduleKind::one_f_one_b;  // the generator that made it (never automatic)
+  ScheduleKind kind = ScheduleKind::one_f_one_b;  // the generator that made it (never automatic; file: read)
   int stages = 1;        // p: pipeline ranks
   int microbatches = 1;  // m
   int chunks = 1;        // v: model chunks per rank
+  ChunkPlacement placement = ChunkPlacement::interleaved;  // where virtual_stage puts them
   // virtual_stage[rank][chunk]: position of that chunk in the model, 0 .. p·v − 1. Virtual stage
   // 0 holds the embedding, p·v − 1 the head and the loss; F of micro-batch j on virtual stage s
   // needs F of j on s − 1; B (or I) of j on s needs B (or I) of j on s + 1.
@@ -61,6 +62,7 @@ Schedule make_schedule(ScheduleKind kind, const ScheduleRequest& request);
 // A schedule of `kind`'s shape, its chunks placed as the kind places them (schedule/placement.hpp),
 // without actions yet: where the generators start.
 Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks);
+Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks, ChunkPlacement placement);
 
 // The forward passes of `training` alone, for evaluation on the same ranks and chunks: each rank
 // runs its chunks in model order, every micro-batch through one chunk before the next chunk (as

@@ -31,7 +31,7 @@ std::string describe_pipeline(const RunSummary& run) {
       << (deck.schedule.kind == ScheduleKind::automatic ? " (chosen by auto)" : "") << ", p " << schedule.stages
       << ", m " << schedule.microbatches << ", v " << schedule.chunks << ": predicted bubble " << std::fixed
       << std::setprecision(1) << 100.0 * run.predicted_bubble << "% (simulated";
-  if (schedule_type(schedule.kind).bubble == BubbleTheory::textbook)
+  if (const ScheduleType* type = find_schedule_type(schedule.kind); type && type->bubble == BubbleTheory::textbook)
     out << "; textbook (p-1)/(m+p-1) = " << 100.0 * theoretical_bubble(schedule.stages, schedule.microbatches) << "%";
   out << ")" << (deck.emulate.enabled ? ", EMULATED compute" : "")
       << (deck.schedule.recompute == Recompute::none ? "" : ", " + word_of(deck.schedule.recompute) + " recomputation")

@@ -126,7 +126,7 @@ struct Trainer::State {
       : deck(d),
         world(w),
         schedule(checked(deck_schedule(d))),
-        grid(make_process_grid(w, d.parallel, chunk_placement(schedule.kind))),
+        grid(make_process_grid(w, d.parallel, schedule.placement)),
         log(l),
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),

@@ -12,12 +12,13 @@ the release build's full matrix has already shown to compute the right numbers.
 """
 import os
 import re
+import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import read_steps
+from conftest import ONE_RANK, TINY, _exe, read_steps
 from equivalence import assert_same_training, final_weights
 
 SMALL = ("model.layers=8", "model.d_model=32", "model.heads=4", "model.seq_len=32", "train.steps=3",
@@ -274,3 +275,60 @@ def test_replanning_moves_layers_off_an_overloaded_stage_and_trains_the_same(tri
                              f"; keeping {schedule_kind}")), (replans, schedule_kind)
     one_rank = training(run(trident_run, *wider, f"schedule.microbatches={m}"))
     assert_same_training(one_rank, training(run_dir), f"{kind} {layers} re-planned")
+
+
+def plan_csv(*overrides):
+    """`trident plan DECK --show-schedule --csv` of the tiny deck with SMALL and `overrides`."""
+    command = [_exe(), "plan", str(TINY), "--show-schedule", "--csv"]
+    for o in ONE_RANK + SMALL + overrides:
+        command += ["--set", o]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def actions_in_order(run_dir):
+    """Each (rank, step)'s compute actions as the timeline records them, in the order they ran."""
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        e = f["events"]
+        kind, rank, step = e["kind"].asstr()[:], e["rank"][:], e["step"][:]
+        microbatch, chunk, start = e["microbatch"][:], e["chunk"][:], e["t_start"][:]
+    order = {}
+    for i in np.argsort(start, kind="stable"):
+        if kind[i] in ("F", "B", "I", "W"):
+            order.setdefault((int(rank[i]), int(step[i])), []).append((kind[i], int(microbatch[i]), int(chunk[i])))
+    return order
+
+
+@pytest.mark.parametrize("kind,p,m,v", [case("zb-v", 2, 4, 2, sanitized=True), case("interleaved-1f1b", 2, 4, 2),
+                                        case("zb-h1", 3, 4, 1)])
+def test_a_schedule_written_as_csv_runs_as_the_built_in(trident_run, tmp_path, kind, p, m, v):
+    """Issue 37: `plan --show-schedule --csv` writes a built-in schedule in PyTorch's action-list
+    layout, and schedule.kind = "file" runs that file as the built-in runs: the same losses bit for
+    bit, and every rank's actions in the same order in the timeline."""
+    overrides = pipeline_overrides(kind, p, m, v)
+    rows = plan_csv(*overrides).splitlines()
+    assert len(rows) == p and all(re.fullmatch(r"(\d+[FBIW]\d+)(,\d+[FBIW]\d+)*", row) for row in rows), rows
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("\n".join(rows) + "\n")
+    built_in = run(trident_run, *overrides, ranks=p)
+    from_file = run(trident_run, *overrides, 'schedule.kind="file"', f'schedule.file="{schedule}"', ranks=p)
+    assert read_steps(from_file)["loss"].tobytes() == read_steps(built_in)["loss"].tobytes()
+    assert actions_in_order(from_file) == actions_in_order(built_in)
+    with h5py.File(from_file / "timeline.h5", "r") as f:
+        assert f.attrs["schedule_kind"] == "file"
+
+
+@pytest.mark.parametrize("rows,named", [
+    (["0F0,0F1,0B0,0X1", "1F0,1B0,1F1,1B1"], 'row 1, action "0X1"'),
+    (["0F0,0B0,0F1,0B1", "1B0,1F0,1F1,1B1"], "deadlock: rank 0 is stuck at B0"),
+    (["0F0,0F1,0B0", "1F0,1B0,1F1,1B1"], "rank 0 never runs the backward of F1"),
+    (["0F0,1F1,0B0,0B1", "1F0,1B0,1F1,1B1"], 'row 1, action "1F1": stage 1 is not on rank 0'),
+])
+def test_a_faulty_schedule_file_exits_2_on_every_rank_naming_row_and_action(trident_run, tmp_path, rows, named):
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("\n".join(rows) + "\n")
+    proc, _ = trident_run(*SMALL, *pipeline_overrides("1f1b", 2, 2), 'schedule.kind="file"',
+                          f'schedule.file="{schedule}"', ranks=2, expect=2)
+    assert proc.stderr.count("trident: error:") == 1 and named in proc.stderr, proc.stderr
+    assert str(schedule) in proc.stderr, proc.stderr

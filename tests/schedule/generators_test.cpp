@@ -18,11 +18,11 @@ using testing::input_error_message;
 const std::vector<ScheduleKind> kGenerators = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
                                                ScheduleKind::interleaved_1f1b, ScheduleKind::zb_h1};
 
-TEST(ScheduleKinds, ListsGeneratorsThenAuto) {
+TEST(ScheduleKinds, ListsGeneratorsThenAutoAndFile) {
   std::vector<std::string> words;
   for (const auto& [kind, word] : choices(ScheduleKind{})) words.emplace_back(word);
   EXPECT_EQ(words, (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "v-half",
-                                             "dualpipev", "auto"}));
+                                             "dualpipev", "auto", "file"}));
 }
 
 TEST(ActionNames, LettersAndChunkSuffix) {

@@ -16,7 +16,7 @@
 namespace trident {
 namespace {
 
-TEST(ScheduleRegistry, EveryKindButAutoHasOneLineAndItsWordParsesBack) {
+TEST(ScheduleRegistry, EveryKindButAutoAndFileHasOneLineAndItsWordParsesBack) {
   std::set<ScheduleKind> kinds;
   for (const ScheduleType& type : schedule_types()) {
     EXPECT_TRUE(kinds.insert(type.kind).second) << type.word << " twice";
@@ -24,9 +24,12 @@ TEST(ScheduleRegistry, EveryKindButAutoHasOneLineAndItsWordParsesBack) {
     EXPECT_EQ(parse_choice<ScheduleKind>(type.word), type.kind);
     EXPECT_EQ(word_of(type.kind), type.word);
   }
-  EXPECT_EQ(kinds.size(), choices(ScheduleKind{}).size() - 1) << "every word but auto's names a line";
+  EXPECT_EQ(kinds.size(), choices(ScheduleKind{}).size() - 2) << "every word but auto's and file's names a line";
   EXPECT_EQ(word_of(ScheduleKind::automatic), "auto");
+  EXPECT_EQ(word_of(ScheduleKind::file), "file");
   EXPECT_THROW(schedule_type(ScheduleKind::automatic), std::logic_error);
+  EXPECT_THROW(schedule_type(ScheduleKind::file), std::logic_error);
+  EXPECT_EQ(find_schedule_type(ScheduleKind::file), nullptr);
   EXPECT_EQ(chunk_placement(ScheduleKind::automatic), ChunkPlacement::interleaved);
 }
 
@@ -60,7 +63,8 @@ TEST(ScheduleRegistry, PeakInFlightBoundsEveryRankAndIsReached) {
           for (int rank = 0; rank < p; ++rank) {
             const double simulated = static_cast<double>(step.peak_in_flight[rank]) / v;
             const double theory = type.peak_in_flight(request, rank);
-            EXPECT_LE(simulated, theory + 1e-12) << type.word << " p=" << p << " m=" << m << " v=" << v << " r=" << rank;
+            EXPECT_LE(simulated, theory + 1e-12)
+                << type.word << " p=" << p << " m=" << m << " v=" << v << " r=" << rank;
             theory_max = std::max(theory_max, theory);
             simulated_max = std::max(simulated_max, simulated);
           }

@@ -1,6 +1,6 @@
 // What differs between the model families around their blocks (DESIGN.md "Model"): the block type
 // and the names of the embedding, the position table, the final norm and the untied head. The
-// model (gpt.cpp) is one composition over these.
+// model (transformer.cpp) is one composition over these.
 #pragma once
 
 #include <string_view>

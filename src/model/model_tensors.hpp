@@ -1,6 +1,6 @@
 // Where a family's tensors live: the parameters a model's chunks register (add_family_parameters,
 // in the order the checkpoint and the flat buffer keep them) and pointers to them inside one flat
-// buffer (ModelTensors). Internal to the model module (gpt.cpp).
+// buffer (ModelTensors). Internal to the model module (transformer.cpp).
 #pragma once
 
 #include <vector>

@@ -1,4 +1,4 @@
-// The GPU's fused attention kernels (gpu/flash_attention.cu) against their reference, the Kokkos
+// The GPU's fused attention kernels (gpu/flash_attention_*.cu) against their reference, the Kokkos
 // tiled kernel of the CPU build in bf16 (kernels/attention.hpp: products read bf16-rounded inputs
 // as the fused kernels' do), on random inputs and outputs poisoned with NaN beforehand: GPT-2's
 // multi-head layout, grouped-query heads in Llama's q|k|v rows, head dimensions 16 to 128, lengths

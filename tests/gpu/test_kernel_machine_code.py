@@ -24,15 +24,27 @@ LOAD_BATCH = {16: 2, 32: 4, 64: 8, 96: 6, 128: 4}
 
 @pytest.fixture(scope="module")
 def build():
-    """ptxas's report per kernel entry and the PTX text per kernel entry."""
-    with tempfile.TemporaryDirectory() as keep:
-        result = subprocess.run(
-            [NVCC, "-arch=sm_90", "-O3", "-std=c++17", f"-I{SOURCE_DIR / 'src'}", "-cubin", "-Xptxas", "-v",
-             "--keep", "--keep-dir", keep, "-o", str(Path(keep) / "flash_attention.cubin"),
-             str(SOURCE_DIR / "src/gpu/flash_attention.cu")],
-            capture_output=True, text=True, check=True)
-        ptx = next(Path(keep).glob("*.ptx")).read_text()
-    return resources_by_entry(result.stderr), ptx_by_entry(ptx)
+    """ptxas's report per kernel entry and the PTX text per kernel entry, over every .cu file of src/gpu
+    (forward's kernels and backward's are in files of their own). A kernel built in two files would be
+    two entries (its name carries its file's anonymous namespace), which entry() rejects."""
+    sources = sorted((SOURCE_DIR / "src/gpu").glob("*.cu"))
+    assert sources, f"no CUDA sources in {SOURCE_DIR / 'src/gpu'}"
+    resources, ptx = {}, {}
+    for source in sources:
+        with tempfile.TemporaryDirectory() as keep:
+            result = subprocess.run(
+                [NVCC, "-arch=sm_90", "-O3", "-std=c++17", f"-I{SOURCE_DIR / 'src'}", "-cubin", "-Xptxas", "-v",
+                 "--keep", "--keep-dir", keep, "-o", str(Path(keep) / f"{source.stem}.cubin"), str(source)],
+                capture_output=True, text=True, check=True)
+            add_entries(resources, resources_by_entry(result.stderr), source)
+            add_entries(ptx, ptx_by_entry(next(Path(keep).glob("*.ptx")).read_text()), source)
+    return resources, ptx
+
+
+def add_entries(table, entries, source):
+    """table += entries, none of them already there."""
+    assert not table.keys() & entries.keys(), f"{source.name} repeats {sorted(table.keys() & entries.keys())}"
+    table.update(entries)
 
 
 def resources_by_entry(report):

@@ -40,7 +40,7 @@
 
 namespace trident {
 
-class Gpt {
+class Transformer {
  public:
   // micro_batch_size sequences of cfg.seq_len tokens per forward/backward. tp: the tensor-parallel
   // group (make_local_comm() for none); it must outlive the model, and every rank of it makes the
@@ -50,12 +50,12 @@ class Gpt {
   // its matrix products multiply in (the model owns their GemmContext).
   // sequence_parallel: the residual stream, chunk inputs and outputs included, holds B·T/tp rows per
   // TP rank (layer_context.hpp).
-  Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks = {},
+  Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks = {},
       Recompute recompute = Recompute::none, MatmulPrecision precision = MatmulPrecision::automatic,
       bool sequence_parallel = false);
-  ~Gpt();
-  Gpt(const Gpt&) = delete;
-  Gpt& operator=(const Gpt&) = delete;
+  ~Transformer();
+  Transformer(const Transformer&) = delete;
+  Transformer& operator=(const Transformer&) = delete;
 
   // Device buffers of one chunk's forward pass. tokens: the embedding chunk's micro_batch_size ×
   // seq_len input ids; targets: the head chunk's; input: [B·T·C] hidden states from the previous
@@ -127,7 +127,7 @@ class Gpt {
   std::size_t activation_bytes() const;
   std::size_t peak_activation_bytes() const;
 
-  // The family's composition (gpt.cpp), behind one interface.
+  // The family's composition (transformer.cpp), behind one interface.
   struct Impl;
 
  private:

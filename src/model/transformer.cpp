@@ -1,4 +1,4 @@
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 
 #include <algorithm>
 #include <map>
@@ -34,7 +34,7 @@ void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std:
 }
 
 // What the model is whatever its family; FamilyModel below is the family's composition.
-struct Gpt::Impl {
+struct Transformer::Impl {
   Impl(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs)
       : cfg(cfg), B(micro_batch_size), specs(std::move(chunk_specs)), params(tp.rank(), tp.size()) {}
   virtual ~Impl() = default;
@@ -55,15 +55,15 @@ struct Gpt::Impl {
 namespace {
 
 template <class Family>
-class FamilyModel final : public Gpt::Impl {
+class FamilyModel final : public Transformer::Impl {
  public:
   using Block = typename Family::Block;
   using Chunk = ChunkState<Block>;
   using Stash = Activations<Block>;
   using Deferred = DeferredWeightGrads<Block>;
-  using ForwardIO = Gpt::ForwardIO;
-  using BackwardIO = Gpt::BackwardIO;
-  using GradsReadyFn = Gpt::GradsReadyFn;
+  using ForwardIO = Transformer::ForwardIO;
+  using BackwardIO = Transformer::BackwardIO;
+  using GradsReadyFn = Transformer::GradsReadyFn;
 
   FamilyModel(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs,
               Recompute recompute, MatmulPrecision precision, bool sequence_parallel)
@@ -114,7 +114,7 @@ class FamilyModel final : public Gpt::Impl {
  private:
   Chunk& chunk(int index) {
     if (index < 0 || index >= static_cast<int>(chunks_.size()))
-      throw std::out_of_range("Gpt: chunk " + std::to_string(index) + " of " + std::to_string(chunks_.size()));
+      throw std::out_of_range("Transformer: chunk " + std::to_string(index) + " of " + std::to_string(chunks_.size()));
     return *chunks_[index];
   }
   void check_forward_io(const ModelChunk& spec, int chunk, const ForwardIO& io) const;
@@ -340,13 +340,13 @@ void FamilyModel<Family>::check_forward_io(const ModelChunk& spec, int chunk, co
   const std::size_t BT = ctx_.rows();
   auto check_ids = [&](const IntBuffer* ids, const char* what) {
     if (!ids || ids->extent(0) != BT)
-      throw std::invalid_argument(std::string("Gpt::forward: ") + what + " must hold micro_batch_size × seq_len = " +
+      throw std::invalid_argument(std::string("Transformer::forward: ") + what + " must hold micro_batch_size × seq_len = " +
                                   std::to_string(BT) + " tokens");
   };
   if (spec.embedding) check_ids(io.tokens, "inputs");
   if (spec.head) check_ids(io.targets, "targets");
   if ((!spec.embedding && !io.input) || (!spec.head && !io.output))
-    throw std::invalid_argument("Gpt::forward: chunk " + std::to_string(chunk) + " needs its input and output buffers");
+    throw std::invalid_argument("Transformer::forward: chunk " + std::to_string(chunk) + " needs its input and output buffers");
 }
 
 template <class Family>
@@ -384,7 +384,7 @@ void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_s
   Chunk& c = chunk(chunk_index);
   const ModelChunk& spec = c.spec;
   if ((!spec.head && !io.output_grad) || (!spec.embedding && !io.input_grad))
-    throw std::invalid_argument("Gpt::backward: chunk " + std::to_string(chunk_index) + " needs its gradient buffers");
+    throw std::invalid_argument("Transformer::backward: chunk " + std::to_string(chunk_index) + " needs its gradient buffers");
   const Stash& a = stash_for_backward(c, microbatch);
   const bool now = weight_grads == WeightGrads::now;
   Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
@@ -410,7 +410,7 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
   Chunk& c = chunk(chunk_index);
   const auto found = c.deferred.find(microbatch);
   if (found == c.deferred.end())
-    throw std::logic_error("Gpt::weight_grad: micro-batch " + std::to_string(microbatch) + " of chunk " +
+    throw std::logic_error("Transformer::weight_grad: micro-batch " + std::to_string(microbatch) + " of chunk " +
                            std::to_string(chunk_index) + " has no deferred weight gradients");
   const Deferred& d = found->second;
   const Stash& a = c.stash.stash(microbatch);
@@ -434,7 +434,7 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
 }
 
 template <class Family>
-std::unique_ptr<Gpt::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
+std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
                                       std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision,
                                       bool sequence_parallel) {
   auto model = std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision,
@@ -449,42 +449,42 @@ std::unique_ptr<Gpt::Impl> make_model(const ModelConfig& cfg, int micro_batch_si
 
 }  // namespace
 
-Gpt::Gpt(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks,
+Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks,
          Recompute recompute, MatmulPrecision precision, bool sequence_parallel) {
   if (chunks.empty()) chunks.push_back(whole_model(cfg));
   if (sequence_parallel && (micro_batch_size * cfg.seq_len) % tp.size() != 0)
-    throw std::invalid_argument("Gpt: sequence parallelism needs seq_len divisible by the TP group's size");
+    throw std::invalid_argument("Transformer: sequence parallelism needs seq_len divisible by the TP group's size");
   impl_ = cfg.family == ModelFamily::llama ? make_model<LlamaFamily>(cfg, micro_batch_size, seed, tp, std::move(chunks),
                                                                      recompute, precision, sequence_parallel)
                                            : make_model<Gpt2Family>(cfg, micro_batch_size, seed, tp, std::move(chunks),
                                                                     recompute, precision, sequence_parallel);
 }
 
-Gpt::~Gpt() = default;
+Transformer::~Transformer() = default;
 
-void Gpt::forward(int chunk, int microbatch, const ForwardIO& io) { impl_->forward(chunk, microbatch, io); }
+void Transformer::forward(int chunk, int microbatch, const ForwardIO& io) { impl_->forward(chunk, microbatch, io); }
 
-void Gpt::take_loss_sum(double* total) { impl_->take_loss_sum(total); }
+void Transformer::take_loss_sum(double* total) { impl_->take_loss_sum(total); }
 
-double Gpt::take_loss_sum() {
+double Transformer::take_loss_sum() {
   take_loss_sum(impl_->loss_read.data());
   double sum = 0.0;
   Kokkos::deep_copy(sum, impl_->loss_read);
   return sum;
 }
 
-void Gpt::backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
+void Transformer::backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
                    const GradsReadyFn& grads_ready) {
   impl_->backward(chunk, microbatch, loss_scale, io, weight_grads, grads_ready);
 }
 
-void Gpt::weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) {
+void Transformer::weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) {
   impl_->weight_grad(chunk, microbatch, grads_ready);
 }
 
-double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets) {
+double Transformer::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets) {
   if (impl_->specs.size() != 1 || !impl_->specs[0].embedding || !impl_->specs[0].head)
-    throw std::logic_error("Gpt::forward(microbatch, inputs, targets) needs the whole model on one rank");
+    throw std::logic_error("Transformer::forward(microbatch, inputs, targets) needs the whole model on one rank");
   ForwardIO io;
   io.tokens = &inputs;
   io.targets = &targets;
@@ -492,26 +492,26 @@ double Gpt::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& ta
   return take_loss_sum();
 }
 
-void Gpt::backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready) {
+void Transformer::backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready) {
   backward(0, microbatch, loss_scale, BackwardIO{}, WeightGrads::now, grads_ready);
   if (const ParamTensor* embedding = tied_embedding(); embedding && grads_ready)
     grads_ready(embedding->offset, embedding->size);
 }
 
-const ParamTensor* Gpt::tied_embedding() const {
+const ParamTensor* Transformer::tied_embedding() const {
   if (!impl_->cfg.tie_embeddings) return nullptr;
   return impl_->params.try_find(impl_->cfg.family == ModelFamily::llama ? LlamaFamily::embedding
                                                                         : Gpt2Family::embedding);
 }
 
-void Gpt::zero_grads() { zero_floats(impl_->params.grads.data(), impl_->params.grads.extent(0)); }
+void Transformer::zero_grads() { zero_floats(impl_->params.grads.data(), impl_->params.grads.extent(0)); }
 
-ParamStore& Gpt::params() { return impl_->params; }
-const ParamStore& Gpt::params() const { return impl_->params; }
-const ModelConfig& Gpt::config() const { return impl_->cfg; }
-const std::vector<ModelChunk>& Gpt::chunks() const { return impl_->specs; }
-int Gpt::micro_batch_size() const { return impl_->B; }
-std::size_t Gpt::activation_bytes() const { return impl_->memory.current; }
-std::size_t Gpt::peak_activation_bytes() const { return impl_->memory.peak + impl_->memory.resident; }
+ParamStore& Transformer::params() { return impl_->params; }
+const ParamStore& Transformer::params() const { return impl_->params; }
+const ModelConfig& Transformer::config() const { return impl_->cfg; }
+const std::vector<ModelChunk>& Transformer::chunks() const { return impl_->specs; }
+int Transformer::micro_batch_size() const { return impl_->B; }
+std::size_t Transformer::activation_bytes() const { return impl_->memory.current; }
+std::size_t Transformer::peak_activation_bytes() const { return impl_->memory.peak + impl_->memory.resident; }
 
 }  // namespace trident

@@ -35,7 +35,7 @@ class GradientSync {
   // gradients per bucket (the deck's parallel.bucket_mb), at least one element.
   GradientSync(ParamStore& params, Comm& dp, std::size_t bucket_bytes, bool zero1);
 
-  // The callback for Gpt::backward's grads_ready: forwards to on_grads_ready. Empty (so backward
+  // The callback for Transformer::backward's grads_ready: forwards to on_grads_ready. Empty (so backward
   // skips it) when a group of one has nothing to overlap.
   ReadyFn hook();
 

@@ -340,13 +340,14 @@ void FamilyModel<Family>::check_forward_io(const ModelChunk& spec, int chunk, co
   const std::size_t BT = ctx_.rows();
   auto check_ids = [&](const IntBuffer* ids, const char* what) {
     if (!ids || ids->extent(0) != BT)
-      throw std::invalid_argument(std::string("Transformer::forward: ") + what + " must hold micro_batch_size × seq_len = " +
-                                  std::to_string(BT) + " tokens");
+      throw std::invalid_argument(std::string("Transformer::forward: ") + what +
+                                  " must hold micro_batch_size × seq_len = " + std::to_string(BT) + " tokens");
   };
   if (spec.embedding) check_ids(io.tokens, "inputs");
   if (spec.head) check_ids(io.targets, "targets");
   if ((!spec.embedding && !io.input) || (!spec.head && !io.output))
-    throw std::invalid_argument("Transformer::forward: chunk " + std::to_string(chunk) + " needs its input and output buffers");
+    throw std::invalid_argument("Transformer::forward: chunk " + std::to_string(chunk) +
+                                " needs its input and output buffers");
 }
 
 template <class Family>
@@ -384,7 +385,8 @@ void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_s
   Chunk& c = chunk(chunk_index);
   const ModelChunk& spec = c.spec;
   if ((!spec.head && !io.output_grad) || (!spec.embedding && !io.input_grad))
-    throw std::invalid_argument("Transformer::backward: chunk " + std::to_string(chunk_index) + " needs its gradient buffers");
+    throw std::invalid_argument("Transformer::backward: chunk " + std::to_string(chunk_index) +
+                                " needs its gradient buffers");
   const Stash& a = stash_for_backward(c, microbatch);
   const bool now = weight_grads == WeightGrads::now;
   Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
@@ -434,9 +436,9 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
 }
 
 template <class Family>
-std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
-                                      std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision,
-                                      bool sequence_parallel) {
+std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed,
+                                              Comm& tp, std::vector<ModelChunk> chunks, Recompute recompute,
+                                              MatmulPrecision precision, bool sequence_parallel) {
   auto model = std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision,
                                                      sequence_parallel);
   add_family_parameters<Family>(model->params, cfg, model->specs);
@@ -449,8 +451,9 @@ std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_
 
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks,
-         Recompute recompute, MatmulPrecision precision, bool sequence_parallel) {
+Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
+                         std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision,
+                         bool sequence_parallel) {
   if (chunks.empty()) chunks.push_back(whole_model(cfg));
   if (sequence_parallel && (micro_batch_size * cfg.seq_len) % tp.size() != 0)
     throw std::invalid_argument("Transformer: sequence parallelism needs seq_len divisible by the TP group's size");

@@ -50,9 +50,9 @@ class Transformer {
   // its matrix products multiply in (the model owns their GemmContext).
   // sequence_parallel: the residual stream, chunk inputs and outputs included, holds B·T/tp rows per
   // TP rank (layer_context.hpp).
-  Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp, std::vector<ModelChunk> chunks = {},
-      Recompute recompute = Recompute::none, MatmulPrecision precision = MatmulPrecision::automatic,
-      bool sequence_parallel = false);
+  Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
+              std::vector<ModelChunk> chunks = {}, Recompute recompute = Recompute::none,
+              MatmulPrecision precision = MatmulPrecision::automatic, bool sequence_parallel = false);
   ~Transformer();
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;

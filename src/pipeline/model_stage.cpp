@@ -4,16 +4,16 @@
 
 namespace trident {
 
-ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
-                       float loss_scale, Gpt::GradsReadyFn grads_ready)
+ModelStage::ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
+                       float loss_scale, Transformer::GradsReadyFn grads_ready)
     : model_(model), inputs_(inputs), targets_(targets), loss_scale_(loss_scale), grads_ready_(std::move(grads_ready)) {}
 
-ModelStage::ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets)
+ModelStage::ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets)
     : model_(model), inputs_(inputs), targets_(targets), for_backward_(false) {}
 
 void ModelStage::forward(int chunk, int microbatch, const float* input, float* output) {
   const ModelChunk& spec = model_.chunks()[chunk];
-  Gpt::ForwardIO io;
+  Transformer::ForwardIO io;
   if (spec.embedding) io.tokens = &inputs_.at(microbatch);
   if (spec.head) io.targets = &targets_.at(microbatch);
   io.input = input;
@@ -27,11 +27,11 @@ void ModelStage::take_loss_sum(double* total) { model_.take_loss_sum(total); }
 void ModelStage::backward(int chunk, int microbatch, const float* output_grad, float* input_grad,
                           WeightGrads weight_grads, bool last_for_chunk) {
   model_.backward(chunk, microbatch, loss_scale_, {output_grad, input_grad}, weight_grads,
-                  last_for_chunk ? grads_ready_ : Gpt::GradsReadyFn{});
+                  last_for_chunk ? grads_ready_ : Transformer::GradsReadyFn{});
 }
 
 void ModelStage::weight_grad(int chunk, int microbatch, bool last_for_chunk) {
-  model_.weight_grad(chunk, microbatch, last_for_chunk ? grads_ready_ : Gpt::GradsReadyFn{});
+  model_.weight_grad(chunk, microbatch, last_for_chunk ? grads_ready_ : Transformer::GradsReadyFn{});
 }
 
 }  // namespace trident

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/device.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 #include "pipeline/stage_compute.hpp"
 
 namespace trident {
@@ -14,11 +14,11 @@ class ModelStage : public StageCompute {
  public:
   // inputs[j] / targets[j]: micro-batch j's token ids, read by the chunk with the embedding and the
   // chunk with the head; the caller refills them before each step. grads_ready goes to the
-  // backward (or W) after which a chunk's weight gradients are final (see Gpt::backward).
-  ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
-             float loss_scale, Gpt::GradsReadyFn grads_ready);
+  // backward (or W) after which a chunk's weight gradients are final (see Transformer::backward).
+  ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
+             float loss_scale, Transformer::GradsReadyFn grads_ready);
   // Evaluation: forward passes only (a forward-only schedule), nothing kept for a backward.
-  ModelStage(Gpt& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets);
+  ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets);
 
   void forward(int chunk, int microbatch, const float* input, float* output) override;
   void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
@@ -27,11 +27,11 @@ class ModelStage : public StageCompute {
   void take_loss_sum(double* total) override;
 
  private:
-  Gpt& model_;
+  Transformer& model_;
   const std::vector<IntBuffer>& inputs_;
   const std::vector<IntBuffer>& targets_;
   float loss_scale_ = 0.0f;
-  Gpt::GradsReadyFn grads_ready_;
+  Transformer::GradsReadyFn grads_ready_;
   bool for_backward_ = true;
 };
 

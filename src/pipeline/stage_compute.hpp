@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 
 namespace trident {
 

@@ -82,7 +82,7 @@ struct RankMemory {
   }
 };
 
-// 4-byte words of one rank's backward workspace, whatever chunks it holds (model/gpt.cpp's
+// 4-byte words of one rank's backward workspace, whatever chunks it holds (model/transformer.cpp's
 // Workspace): the residual and norm gradients B*T*C each, the attention output's B*T*C/tp, q, k
 // and v's 3*B*T*C/tp, the probabilities' B*(H/tp)*T^2, the MLP's B*T*F/tp (Llama: twice); with
 // sequence parallelism the gathered rows (2*B*T*C), the summed norm gradient (B*T*C/tp) and the

@@ -10,7 +10,7 @@
 #include "io/checkpoint_header.hpp"
 #include "io/parallel_checkpoint.hpp"
 #include "model/families.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 
 namespace trident {
 

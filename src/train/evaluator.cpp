@@ -22,7 +22,7 @@ TokenStream held_out_tokens(const Deck& deck) {
 
 }  // namespace
 
-Evaluator::Evaluator(const Deck& deck, const Schedule& training, const ProcessGrid& grid, Gpt& model,
+Evaluator::Evaluator(const Deck& deck, const Schedule& training, const ProcessGrid& grid, Transformer& model,
                      const PipelineExecutor::Options& options)
     : deck_(deck),
       grid_(grid),

@@ -13,7 +13,7 @@
 #include "deck/config.hpp"
 #include "grid/process_grid.hpp"
 #include "kernels/device.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/model_stage.hpp"
 #include "schedule/schedule.hpp"
@@ -24,7 +24,7 @@ namespace trident {
 class Evaluator {
  public:
   // `options` as the training's executor has them (message size, watchdog, clock).
-  Evaluator(const Deck& deck, const Schedule& training, const ProcessGrid& grid, Gpt& model,
+  Evaluator(const Deck& deck, const Schedule& training, const ProcessGrid& grid, Transformer& model,
             const PipelineExecutor::Options& options);
 
   // eval.every steps, and after the last step.

@@ -10,7 +10,7 @@
 namespace trident {
 namespace {
 
-std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Gpt& model, GradientSync& sync) {
+std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Transformer& model, GradientSync& sync) {
   if (deck.parallel.zero == 1) return std::make_unique<ShardedAdamW>(sync, deck.train);
   return std::make_unique<AdamW>(model.params(), deck.train);
 }
@@ -18,9 +18,10 @@ std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Gpt& model, Gradient
 // What the model computes on: the real model, or the emulated actions of the deck's [emulate]
 // section. With the model, backward reports each gradient range as final through
 // `grads_ready` (data parallelism's hook), which starts reducing it while backward goes on.
-std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Gpt& model, const std::vector<IntBuffer>& inputs,
+std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& model,
+                                                 const std::vector<IntBuffer>& inputs,
                                                  const std::vector<IntBuffer>& targets,
-                                                 const Gpt::GradsReadyFn& grads_ready) {
+                                                 const Transformer::GradsReadyFn& grads_ready) {
   if (deck.emulate.enabled) return std::make_unique<EmulatedStage>(deck.emulate);
   const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
   return std::make_unique<ModelStage>(model, inputs, targets, loss_scale, grads_ready);

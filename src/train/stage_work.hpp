@@ -12,7 +12,7 @@
 #include "dp/gradient_sync.hpp"
 #include "grid/process_grid.hpp"
 #include "kernels/device.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 #include "optim/optimizer.hpp"
 #include "pipeline/executor.hpp"
 #include "pipeline/stage_compute.hpp"
@@ -28,7 +28,7 @@ struct StageWork {
             const std::vector<StageLayers>& partition, const std::vector<IntBuffer>& inputs,
             const std::vector<IntBuffer>& targets, const PipelineExecutor::Options& options);
 
-  Gpt model;
+  Transformer model;
   GradientSync sync;
   GlobalGradNorm grad_norm;
   std::unique_ptr<Optimizer> optimizer;

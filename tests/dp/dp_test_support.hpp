@@ -67,7 +67,7 @@ inline std::vector<float> summed_gradients(int ranks, std::size_t count, int ste
 }
 
 // [0, total) cut at random points into ranges listed in random order: how a caller other than
-// Gpt::backward might report gradients as ready.
+// Transformer::backward might report gradients as ready.
 inline std::vector<std::pair<std::size_t, std::size_t>> shuffled_chunks(std::size_t total, unsigned seed) {
   std::mt19937 random(seed);
   std::vector<std::pair<std::size_t, std::size_t>> chunks;

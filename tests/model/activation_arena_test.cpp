@@ -56,7 +56,7 @@ TEST(ActivationArena, ReusesFreedSlotsAndTracksPeak) {
 TEST(ActivationArena, TwoMicroBatchesInFlightPeakAtTwoStashes) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 1, no_tp());
+  Transformer model(cfg, B, 1, no_tp());
   const std::size_t stash = expected_stash_bytes(cfg, B);
   const IntBuffer in0 = random_tokens(BT, cfg.vocab, 1), in1 = random_tokens(BT, cfg.vocab, 2);
   EXPECT_EQ(model.activation_bytes(), 0u);
@@ -78,7 +78,7 @@ void count_allocation(Kokkos_Profiling_SpaceHandle, const char*, const void*, st
 TEST(ActivationArena, SteadyStateForwardBackwardAllocatesNothing) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 1, no_tp());
+  Transformer model(cfg, B, 1, no_tp());
   const IntBuffer inputs = random_tokens(BT, cfg.vocab, 1), targets = random_tokens(BT, cfg.vocab, 2);
   auto step = [&] {
     model.zero_grads();

@@ -27,9 +27,9 @@ ModelConfig four_layers() {
 
 // Gradients by tensor name, summed over the models that hold a copy (the tied wte lives on the
 // first and the last stage).
-std::map<std::string, std::vector<float>> grads_by_name(const std::vector<const Gpt*>& models) {
+std::map<std::string, std::vector<float>> grads_by_name(const std::vector<const Transformer*>& models) {
   std::map<std::string, std::vector<float>> out;
-  for (const Gpt* model : models) {
+  for (const Transformer* model : models) {
     const std::vector<float> grads = to_host(model->params().grads);
     for (const ParamTensor& t : model->params().tensors()) {
       std::vector<float>& sum = out[t.name];
@@ -62,7 +62,7 @@ struct Reference {
 
 Reference whole_model_run(const ModelConfig& cfg, int B, const std::vector<IntBuffer>& inputs,
                           const std::vector<IntBuffer>& targets, float scale) {
-  Gpt whole(cfg, B, 5, no_tp());
+  Transformer whole(cfg, B, 5, no_tp());
   Reference ref;
   for (std::size_t mb = 0; mb < inputs.size(); ++mb) ref.loss += whole.forward(static_cast<int>(mb), inputs[mb], targets[mb]);
   for (std::size_t mb = 0; mb < inputs.size(); ++mb) whole.backward(static_cast<int>(mb), scale);
@@ -84,9 +84,9 @@ TEST_P(ChunkedModel, ThreeStagesEqualTheWholeModel) {
   const std::vector<IntBuffer> targets = {random_tokens(BT, cfg.vocab, 3), random_tokens(BT, cfg.vocab, 4)};
   const Reference ref = whole_model_run(cfg, B, inputs, targets, scale);
 
-  Gpt first(cfg, B, 5, no_tp(), {{0, 1, true, false}}, recompute);
-  Gpt middle(cfg, B, 5, no_tp(), {{1, 2, false, false}}, recompute);
-  Gpt last(cfg, B, 5, no_tp(), {{3, 1, false, true}}, recompute);
+  Transformer first(cfg, B, 5, no_tp(), {{0, 1, true, false}}, recompute);
+  Transformer middle(cfg, B, 5, no_tp(), {{1, 2, false, false}}, recompute);
+  Transformer last(cfg, B, 5, no_tp(), {{3, 1, false, true}}, recompute);
   EXPECT_THROW(middle.params().find("wte.weight"), std::out_of_range);
   EXPECT_THROW(first.params().find("ln_f.weight"), std::out_of_range);
 
@@ -94,7 +94,7 @@ TEST_P(ChunkedModel, ThreeStagesEqualTheWholeModel) {
   auto at = [&](const FloatBuffer& b, int mb) { return b.data() + mb * hidden; };
   double loss = 0.0;
   for (int mb = 0; mb < 2; ++mb) {
-    Gpt::ForwardIO io0, io1, io2;
+    Transformer::ForwardIO io0, io1, io2;
     io0.tokens = &inputs[mb], io0.output = at(a1, mb);
     first.forward(0, mb, io0);
     io1.input = at(a1, mb), io1.output = at(a2, mb);
@@ -110,10 +110,10 @@ TEST_P(ChunkedModel, ThreeStagesEqualTheWholeModel) {
   }
   if (weight_grads == WeightGrads::deferred) {
     EXPECT_GT(middle.activation_bytes(), 0u);  // stashes wait for W
-    for (Gpt* stage : {&first, &middle, &last})
+    for (Transformer* stage : {&first, &middle, &last})
       for (int mb = 0; mb < 2; ++mb) stage->weight_grad(0, mb);
   }
-  for (Gpt* stage : {&first, &middle, &last}) EXPECT_EQ(stage->activation_bytes(), 0u);
+  for (Transformer* stage : {&first, &middle, &last}) EXPECT_EQ(stage->activation_bytes(), 0u);
   EXPECT_EQ(last.take_loss_sum(), 0.0);  // a forward recomputed for its backward adds no loss
   EXPECT_NEAR(loss, ref.loss, 1e-5 * ref.loss);
   expect_same_grads(ref.grads, grads_by_name({&first, &middle, &last}));
@@ -134,12 +134,12 @@ TEST(ChunkedModel, OneRankHoldsTwoChunks) {
   const std::vector<IntBuffer> targets = {random_tokens(BT, cfg.vocab, 8)};
   const Reference ref = whole_model_run(cfg, B, inputs, targets, 1.0f / BT);
 
-  Gpt rank0(cfg, B, 5, no_tp(), {{0, 1, true, false}, {2, 1, false, false}});
-  Gpt rank1(cfg, B, 5, no_tp(), {{1, 1, false, false}, {3, 1, false, true}});
+  Transformer rank0(cfg, B, 5, no_tp(), {{0, 1, true, false}, {2, 1, false, false}});
+  Transformer rank1(cfg, B, 5, no_tp(), {{1, 1, false, false}, {3, 1, false, true}});
   EXPECT_THROW(rank0.params().find("h.1.ln_1.weight"), std::out_of_range);
   EXPECT_NO_THROW(rank0.params().find("h.2.ln_1.weight"));
   FloatBuffer x1("x1", hidden), x2("x2", hidden), x3("x3", hidden), d3("d3", hidden), d2("d2", hidden), d1("d1", hidden);
-  Gpt::ForwardIO f0, f1, f2, f3;
+  Transformer::ForwardIO f0, f1, f2, f3;
   f0.tokens = &inputs[0], f0.output = x1.data();
   f1.input = x1.data(), f1.output = x2.data();
   f2.input = x2.data(), f2.output = x3.data();
@@ -163,11 +163,11 @@ TEST(ChunkedModel, RecomputeStashesOnlyInputs) {
   const int B = 2, BT = B * cfg.seq_len;
   const std::size_t hidden = static_cast<std::size_t>(BT) * cfg.d_model;
   const ModelChunk middle_chunk{1, 2, false, false};
-  Gpt kept(cfg, B, 5, no_tp(), {middle_chunk});
-  Gpt recomputed(cfg, B, 5, no_tp(), {middle_chunk}, Recompute::full);
+  Transformer kept(cfg, B, 5, no_tp(), {middle_chunk});
+  Transformer recomputed(cfg, B, 5, no_tp(), {middle_chunk}, Recompute::full);
   FloatBuffer in("in", hidden), out("out", hidden);
   Kokkos::deep_copy(in, 0.5f);
-  Gpt::ForwardIO io;
+  Transformer::ForwardIO io;
   io.input = in.data(), io.output = out.data();
   kept.forward(0, 0, io);
   recomputed.forward(0, 0, io);
@@ -184,8 +184,8 @@ TEST(ChunkedModel, SelectiveRecomputeDropsOnlyTheProbabilitiesAndChangesNoBit) {
   const int B = 2, BT = B * cfg.seq_len;
   const ModelChunk whole{0, cfg.layers, true, true};
   const IntBuffer tokens = random_tokens(BT, cfg.vocab, 11), targets = random_tokens(BT, cfg.vocab, 12);
-  Gpt kept(cfg, B, 5, no_tp(), {whole});
-  Gpt selective(cfg, B, 5, no_tp(), {whole}, Recompute::selective);
+  Transformer kept(cfg, B, 5, no_tp(), {whole});
+  Transformer selective(cfg, B, 5, no_tp(), {whole}, Recompute::selective);
   const double kept_loss = kept.forward(0, tokens, targets);
   const double selective_loss = selective.forward(0, tokens, targets);
   const std::size_t probabilities = static_cast<std::size_t>(cfg.layers) * B * cfg.heads * cfg.seq_len * cfg.seq_len;
@@ -204,8 +204,8 @@ TEST(ChunkedModel, SelectiveRecomputeWithTiledAttentionKeepsTheSameStash) {
   const int B = 2, BT = B * cfg.seq_len;
   const ModelChunk whole{0, cfg.layers, true, true};
   const IntBuffer tokens = random_tokens(BT, cfg.vocab, 11), targets = random_tokens(BT, cfg.vocab, 12);
-  Gpt kept(cfg, B, 5, no_tp(), {whole});
-  Gpt selective(cfg, B, 5, no_tp(), {whole}, Recompute::selective);
+  Transformer kept(cfg, B, 5, no_tp(), {whole});
+  Transformer selective(cfg, B, 5, no_tp(), {whole}, Recompute::selective);
   EXPECT_EQ(selective.forward(0, tokens, targets), kept.forward(0, tokens, targets));
   EXPECT_EQ(selective.activation_bytes(), kept.activation_bytes());
   kept.backward(0, 1.0f / BT);

@@ -12,7 +12,7 @@ using namespace testing;
 
 // Weights far from GPT-2's small initial values, so that every path (attention, MLP, LayerNorm
 // scales) carries a gradient the check can see.
-void randomise_parameters(Gpt& model) {
+void randomise_parameters(Transformer& model) {
   std::vector<float> values(model.params().total_size());
   std::uint64_t seed = 100;
   for (const ParamTensor& tensor : model.params().tensors()) {
@@ -26,7 +26,7 @@ void randomise_parameters(Gpt& model) {
 TEST(GptGradient, InitialLossIsLogVocab) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 7, no_tp());
+  Transformer model(cfg, B, 7, no_tp());
   const double loss = model.forward(0, random_tokens(BT, cfg.vocab, 1), random_tokens(BT, cfg.vocab, 2));
   EXPECT_NEAR(loss / BT, std::log(double(cfg.vocab)), 0.1);
 }
@@ -37,7 +37,7 @@ TEST(GptGradient, InitialLossIsLogVocab) {
 TEST(GptGradient, ForwardRejectsWrongSizedBuffersAndUnknownTargetsGiveNaN) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 7, no_tp());
+  Transformer model(cfg, B, 7, no_tp());
   const IntBuffer good = random_tokens(BT, cfg.vocab, 1);
   EXPECT_THROW(model.forward(0, random_tokens(BT - 1, cfg.vocab, 1), good), std::invalid_argument);
   EXPECT_THROW(model.forward(0, good, random_tokens(BT + 1, cfg.vocab, 1)), std::invalid_argument);
@@ -51,7 +51,7 @@ TEST(GptGradient, ForwardRejectsWrongSizedBuffersAndUnknownTargetsGiveNaN) {
 TEST(GptGradient, EveryParameterMatchesFiniteDifferences) {
   const ModelConfig cfg = tiny_config();
   const int B = 2, BT = B * cfg.seq_len;
-  Gpt model(cfg, B, 7, no_tp());
+  Transformer model(cfg, B, 7, no_tp());
   randomise_parameters(model);
   const IntBuffer inputs = random_tokens(BT, cfg.vocab, 1), targets = random_tokens(BT, cfg.vocab, 2);
   model.zero_grads();

@@ -11,7 +11,7 @@ namespace {
 
 using namespace testing;
 
-std::vector<float> tensor_values(const Gpt& model, const std::string& name) {
+std::vector<float> tensor_values(const Transformer& model, const std::string& name) {
   return to_host(tensor_view(model.params().values, model.params().find(name)));
 }
 
@@ -27,7 +27,7 @@ TEST(CounterInit, ValueDependsOnlyOnSeedNameAndIndex) {
 TEST(CounterInit, SameTensorIdenticalAcrossDifferentModels) {
   ModelConfig deeper = tiny_config();
   deeper.layers = 3;
-  const Gpt a(tiny_config(), 2, 42, no_tp()), b(deeper, 3, 42, no_tp());
+  const Transformer a(tiny_config(), 2, 42, no_tp()), b(deeper, 3, 42, no_tp());
   for (const char* name : {"wte.weight", "wpe.weight", "h.1.attn.c_attn.weight", "h.1.mlp.c_fc.weight"})
     EXPECT_EQ(tensor_values(a, name), tensor_values(b, name)) << name;
   // And each element is the pure function of (seed, name, index) a shard would evaluate.
@@ -37,7 +37,7 @@ TEST(CounterInit, SameTensorIdenticalAcrossDifferentModels) {
 }
 
 TEST(CounterInit, DifferentSeedsGiveDifferentWeights) {
-  const Gpt a(tiny_config(), 1, 1, no_tp()), b(tiny_config(), 1, 2, no_tp());
+  const Transformer a(tiny_config(), 1, 1, no_tp()), b(tiny_config(), 1, 2, no_tp());
   const auto x = tensor_values(a, "wte.weight"), y = tensor_values(b, "wte.weight");
   int equal = 0;
   for (std::size_t i = 0; i < x.size(); ++i) equal += x[i] == y[i];
@@ -72,7 +72,7 @@ TEST(CounterInit, Gpt2SchemeScalesResidualProjections) {
   cfg.d_model = 64;
   cfg.vocab = 256;
   cfg.layers = 8;
-  const Gpt model(cfg, 1, 5, no_tp());
+  const Transformer model(cfg, 1, 5, no_tp());
   const double projection_std = 0.02 / std::sqrt(2.0 * cfg.layers);
   EXPECT_NEAR(stddev_of(tensor_values(model, "h.3.mlp.c_fc.weight")), 0.02, 0.02 * 0.03);
   EXPECT_NEAR(stddev_of(tensor_values(model, "wte.weight")), 0.02, 0.02 * 0.03);

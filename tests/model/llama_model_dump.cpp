@@ -33,7 +33,7 @@ void dump(const std::string& dir, bool tied) {
   cfg.layers = 2;
   cfg.tie_embeddings = tied;
   const int B = BlockCase::B;
-  Gpt model(cfg, B, 7, no_tp());
+  Transformer model(cfg, B, 7, no_tp());
   const int rows = B * cfg.seq_len;
   const IntBuffer tokens = random_tokens(rows, cfg.vocab, 1), targets = random_tokens(rows, cfg.vocab, 2);
   const double loss = model.forward(0, tokens, targets) / rows;

@@ -22,12 +22,12 @@ TEST(MicroBatches, AccumulatedGradientsEqualOneLargerBatch) {
   const float scale = 1.0f / N;
   const IntBuffer inputs = random_tokens(N, cfg.vocab, 1), targets = random_tokens(N, cfg.vocab, 2);
 
-  Gpt whole(cfg, 4, 9, no_tp());
+  Transformer whole(cfg, 4, 9, no_tp());
   whole.zero_grads();
   const double whole_loss = whole.forward(0, inputs, targets);
   whole.backward(0, scale);
 
-  Gpt halves(cfg, 2, 9, no_tp());
+  Transformer halves(cfg, 2, 9, no_tp());
   halves.zero_grads();
   double halves_loss = halves.forward(0, sequences(inputs, 0, 2, T), sequences(targets, 0, 2, T));
   halves_loss += halves.forward(1, sequences(inputs, 2, 2, T), sequences(targets, 2, 2, T));

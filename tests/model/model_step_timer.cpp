@@ -15,7 +15,7 @@
 
 #include "comm/comm.hpp"
 #include "kernels/gemm.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 
 namespace {
 
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
               blas.threads, std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)");
 
   const std::unique_ptr<trident::Comm> no_tp = trident::make_local_comm();
-  trident::Gpt model(cfg, B, 1, *no_tp);
+  trident::Transformer model(cfg, B, 1, *no_tp);
   const int BT = B * cfg.seq_len;
   std::mt19937 rng(1);
   trident::IntBuffer inputs("inputs", BT), targets("targets", BT);

@@ -10,7 +10,7 @@
 #include "comm/comm.hpp"
 #include "deck/config.hpp"
 #include "gradient_check.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 
 namespace trident::testing {
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 #include "plan/model_size.hpp"
 #include "plan/partition.hpp"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "comm/mpi_comm.hpp"
-#include "model/gpt.hpp"
+#include "model/transformer.hpp"
 #include "model_test_support.hpp"
 
 namespace trident {
@@ -86,7 +86,7 @@ int mismatches(const std::vector<float>& actual, const std::vector<float>& expec
 
 // Weights far from GPT-2's small initial values (as in the model's gradient test), written into
 // the reference model whole and into the sharded one slice by slice through global_index.
-void randomise_both(Gpt& sharded, Gpt& reference, int tp_rank, int tp_size) {
+void randomise_both(Transformer& sharded, Transformer& reference, int tp_rank, int tp_size) {
   std::vector<float> local(sharded.params().total_size()), whole(reference.params().total_size());
   std::uint64_t seed = 100;
   for (const ParamTensor& tensor : reference.params().tensors()) {
@@ -107,8 +107,8 @@ class TensorParallel : public ::testing::TestWithParam<int> {
  protected:
   std::unique_ptr<Comm> tp = make_mpi_comm(MPI_COMM_WORLD);
   ModelConfig cfg = tp_config(GetParam());
-  Gpt sharded{cfg, B, 11, *tp};
-  Gpt reference{cfg, B, 11, no_tp()};
+  Transformer sharded{cfg, B, 11, *tp};
+  Transformer reference{cfg, B, 11, no_tp()};
   // The same micro-batches on every rank.
   std::vector<std::pair<IntBuffer, IntBuffer>> batches = {
       {random_tokens(B * cfg.seq_len, cfg.vocab, 1), random_tokens(B * cfg.seq_len, cfg.vocab, 2)},
@@ -128,7 +128,7 @@ TEST_P(TensorParallel, InitialWeightsAreTheUnshardedModelsAndPaddingIsZero) {
 TEST_P(TensorParallel, LossesAndGradientsAreTheUnshardedModels) {
   randomise_both(sharded, reference, tp->rank(), tp->size());
   // Two micro-batches in flight at once, as pipeline schedules run them.
-  auto step = [&](Gpt& model) {
+  auto step = [&](Transformer& model) {
     model.zero_grads();
     const std::vector<double> losses = {model.forward(0, batches[0].first, batches[0].second),
                                         model.forward(1, batches[1].first, batches[1].second)};
@@ -190,7 +190,7 @@ TEST(TensorParallelShape, HeadsThatDoNotSplitAcrossTheGroupAreRejected) {
   ModelConfig cfg = tp_config(37);
   cfg.heads = tp->size() + 1;
   cfg.d_model = 8 * cfg.heads;
-  EXPECT_THROW(Gpt(cfg, B, 1, *tp), std::invalid_argument);
+  EXPECT_THROW(Transformer(cfg, B, 1, *tp), std::invalid_argument);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "deck/config.hpp"
+#include "model/block.hpp"
 #include "model/gpt2_block.hpp"
 #include "model/llama_block.hpp"
 #include "model/model_chunk.hpp"
@@ -31,6 +32,8 @@ struct LlamaFamily {
   static constexpr const char* final_norm = "norm.weight";
   static constexpr const char* final_norm_bias = nullptr;
 };
+
+static_assert(TransformerBlock<Gpt2Family::Block> && TransformerBlock<LlamaFamily::Block>);
 
 // The untied head's weight [V, C], vocab-parallel like the embedding, on the last stage only.
 inline constexpr const char* kUntiedHead = "lm_head.weight";

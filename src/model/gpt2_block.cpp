@@ -5,6 +5,7 @@
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/residual.hpp"
+#include "model/block.hpp"
 
 namespace trident {
 
@@ -60,41 +61,21 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
 void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
                          const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
   const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, attn = ctx.local.attn_width, mlp = ctx.local.mlp_width;
-  const bool now = when == WeightGrads::now;
-  float* dln = ctx.scratch.dln;
-  float* dln_sum = ctx.partial_rows(dln, ctx.scratch.dln_local);
-  // The row-parallel layers' output gradient: the stream's, gathered from the TP group under
-  // sequence parallelism; kept where their weight gradients will read it.
-  auto gather_output_grad = [&](float* kept_grad) {
-    const float* grad = ctx.gather_rows(dresidual, ctx.scratch.dgathered);
-    if (kept_grad != grad) copy_floats(kept_grad, grad, ctx.hidden_floats());
-  };
-  auto weight_grad_now = [&](Linear layer) {
-    if (now) linear_weight_grad(layer, ctx, dw, x, kept);
-  };
-  // The gradient entering a column-parallel layer from its input is this rank's share only: it is
-  // summed over TP (Megatron's f operator in backward) while the layer's weight gradient runs.
-  auto reduce_over_tp_during = [&](Linear layer) {
-    const CommRequestPtr reduce = ctx.sum_rows_async(dln, dln_sum);
-    weight_grad_now(layer);
-    reduce->wait();
-  };
-  // dresidual is the same on every TP rank, so the row-parallel layers need no communication in
-  // backward (but the gather of sequence parallelism); the residual connection passes it on and
-  // each branch adds to it through its norm.
-  gather_output_grad(kept.mlp_out);
+  const BlockBackward<Gpt2Block> step(ctx, dw, x, dresidual, kept, when);
+  // The residual connection passes dresidual on and each branch adds to it through its norm.
+  step.gather_output_grad(kept.mlp_out);
   // c_fc's bias gradient comes with its output gradient, taken back through the GELU.
   linear_backward_input_through_gelu(ctx.gemm, kept.fch, dw.c_fc_bias, kept.mlp_out, w.mlp_proj_weight, x.fch, BT, mlp,
                                      C);
-  weight_grad_now(Linear::mlp_proj);
-  linear_backward_input(ctx.gemm, dln, kept.fch, w.c_fc_weight, BT, C, mlp);
-  reduce_over_tp_during(Linear::c_fc);
-  layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, dln_sum, x.residual2, x.ln2_mean, x.ln2_rstd,
+  step.weight_grad_now(Linear::mlp_proj);
+  linear_backward_input(ctx.gemm, step.dln(), kept.fch, w.c_fc_weight, BT, C, mlp);
+  step.reduce_over_tp_during(Linear::c_fc);
+  layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, step.dln_sum(), x.residual2, x.ln2_mean, x.ln2_rstd,
                      w.ln_2_weight, R, C, ctx.scratch.column_sums);
 
-  gather_output_grad(kept.attn_out);
+  step.gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
-  weight_grad_now(Linear::attn_proj);
+  step.weight_grad_now(Linear::attn_proj);
   const AttentionShape heads = AttentionShape::fused_qkv(ctx.B, ctx.T, attn, ctx.local.heads, ctx.attention);
   const float* saved = x.att;
   if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k
@@ -103,10 +84,10 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   }
   attention_backward(ctx.gemm, kept.qkv, kept.qkv + attn, kept.qkv + 2 * attn, ctx.scratch.attention, ctx.scratch.datty,
                      x.qkv, x.qkv + attn, x.qkv + 2 * attn, x.atty, saved, heads);
-  linear_backward_input(ctx.gemm, dln, kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
-  reduce_over_tp_during(Linear::c_attn);
-  layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, dln_sum, input, x.ln1_mean, x.ln1_rstd, w.ln_1_weight, R,
-                     C, ctx.scratch.column_sums);
+  linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
+  step.reduce_over_tp_during(Linear::c_attn);
+  layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, step.dln_sum(), input, x.ln1_mean, x.ln1_rstd,
+                     w.ln_1_weight, R, C, ctx.scratch.column_sums);
 }
 
 void Gpt2Block::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {

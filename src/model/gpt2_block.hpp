@@ -104,7 +104,6 @@ struct Gpt2Block {
                        float* dresidual, const OutputGrads& kept, WeightGrads when);
   static void weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept);
 
- private:
   enum class Linear { mlp_proj, c_fc, attn_proj, c_attn };
   static void linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
                                  const OutputGrads& kept);

@@ -9,6 +9,7 @@
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
 #include "kernels/swiglu.hpp"
+#include "model/block.hpp"
 
 namespace trident {
 
@@ -99,38 +100,20 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
                           const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
   const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, F = ctx.local.mlp_width;
   const QkvColumns qkv(ctx.local);
-  const bool now = when == WeightGrads::now;
-  float* dln = ctx.scratch.dln;
-  float* dln_sum = ctx.partial_rows(dln, ctx.scratch.dln_local);
-  // The row-parallel projections' output gradient: the stream's, gathered from the TP group under
-  // sequence parallelism; kept where their weight gradients will read it.
-  auto gather_output_grad = [&](float* kept_grad) {
-    const float* grad = ctx.gather_rows(dresidual, ctx.scratch.dgathered);
-    if (kept_grad != grad) copy_floats(kept_grad, grad, ctx.hidden_floats());
-  };
-  auto weight_grad_now = [&](Linear layer) {
-    if (now) linear_weight_grads({layer}, ctx, dw, x, kept);
-  };
-  // The gradient entering a column-parallel projection from its input is this rank's share only:
-  // it is summed over TP while the projection's weight gradient runs.
-  auto reduce_over_tp_during = [&](Linear layer) {
-    const CommRequestPtr reduce = ctx.sum_rows_async(dln, dln_sum);
-    weight_grad_now(layer);
-    reduce->wait();
-  };
-  gather_output_grad(kept.mlp_out);
+  const BlockBackward<LlamaBlock> step(ctx, dw, x, dresidual, kept, when);
+  step.gather_output_grad(kept.mlp_out);
   // dh into the gate half of d(gate | up), which swiglu_backward then overwrites in place.
   linear_backward_input(ctx.gemm, kept.gate_up, kept.mlp_out, w.down_proj, BT, F, C, kLinear, 2 * F);
-  weight_grad_now(Linear::down);
+  step.weight_grad_now(Linear::down);
   swiglu_backward(kept.gate_up, kept.gate_up, 2 * F, x.gate_up, BT, F);
-  linear_backward_input(ctx.gemm, dln, kept.gate_up, w.gate_up_proj, BT, C, 2 * F, kLinear);
-  reduce_over_tp_during(Linear::gate_up);
-  rmsnorm_backward(dresidual, dw.post_attention_norm, dln_sum, x.residual2, x.norm2_rstd, w.post_attention_norm, R, C,
-                   ctx.scratch.column_sums);
+  linear_backward_input(ctx.gemm, step.dln(), kept.gate_up, w.gate_up_proj, BT, C, 2 * F, kLinear);
+  step.reduce_over_tp_during(Linear::gate_up);
+  rmsnorm_backward(dresidual, dw.post_attention_norm, step.dln_sum(), x.residual2, x.norm2_rstd, w.post_attention_norm,
+                   R, C, ctx.scratch.column_sums);
 
-  gather_output_grad(kept.attn_out);
+  step.gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, qkv.q_width, C, kLinear);
-  weight_grad_now(Linear::o);
+  step.weight_grad_now(Linear::o);
   const float* saved = x.att;
   if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k (after RoPE)
     attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, qkv.k(x.qkv), attention_shape(ctx));
@@ -140,37 +123,33 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
                      x.qkv, qkv.k(x.qkv), qkv.v(x.qkv), x.atty, saved, attention_shape(ctx));
   rope_rotate(kept.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, -1);
   rope_rotate(qkv.k(kept.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, -1);
-  linear_backward_input(ctx.gemm, dln, kept.qkv, w.qkv_proj, BT, C, qkv.width, kLinear);
-  reduce_over_tp_during(Linear::qkv);
-  rmsnorm_backward(dresidual, dw.input_norm, dln_sum, input, x.norm1_rstd, w.input_norm, R, C, ctx.scratch.column_sums);
+  linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.qkv_proj, BT, C, qkv.width, kLinear);
+  step.reduce_over_tp_during(Linear::qkv);
+  rmsnorm_backward(dresidual, dw.input_norm, step.dln_sum(), input, x.norm1_rstd, w.input_norm, R, C,
+                   ctx.scratch.column_sums);
 }
 
 void LlamaBlock::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {
-  linear_weight_grads({Linear::down, Linear::gate_up, Linear::o, Linear::qkv}, ctx, dw, x, kept);
+  for (Linear layer : {Linear::down, Linear::gate_up, Linear::o, Linear::qkv})
+    linear_weight_grad(layer, ctx, dw, x, kept);
 }
 
-void LlamaBlock::linear_weight_grads(std::initializer_list<Linear> layers, const LayerContext& ctx, const Weights& dw,
-                                     const Stash& x, const OutputGrads& kept) {
+void LlamaBlock::linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
+                                    const OutputGrads& kept) {
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   const QkvColumns qkv(ctx.local);
   auto grad = [&](float* weight_grad, Operand in, const float* out_grad, int in_features, int out_features) {
     linear_backward_weight(ctx.gemm, weight_grad, nullptr, in, out_grad, BT, in_features, out_features, kLinear);
   };
-  for (Linear layer : layers) {
-    switch (layer) {
-      case Linear::down:
-        grad(dw.down_proj, x.h, kept.mlp_out, F, C);
-        break;
-      case Linear::gate_up:
-        grad(dw.gate_up_proj, ctx.gather_rows(x.norm2, ctx.scratch.gathered), kept.gate_up, C, 2 * F);
-        break;
-      case Linear::o:
-        grad(dw.o_proj, x.atty, kept.attn_out, qkv.q_width, C);
-        break;
-      case Linear::qkv:
-        grad(dw.qkv_proj, ctx.gather_rows(x.norm1, ctx.scratch.gathered), kept.qkv, C, qkv.width);
-        break;
-    }
+  switch (layer) {
+    case Linear::down:
+      return grad(dw.down_proj, x.h, kept.mlp_out, F, C);
+    case Linear::gate_up:
+      return grad(dw.gate_up_proj, ctx.gather_rows(x.norm2, ctx.scratch.gathered), kept.gate_up, C, 2 * F);
+    case Linear::o:
+      return grad(dw.o_proj, x.atty, kept.attn_out, qkv.q_width, C);
+    case Linear::qkv:
+      return grad(dw.qkv_proj, ctx.gather_rows(x.norm1, ctx.scratch.gathered), kept.qkv, C, qkv.width);
   }
 }
 

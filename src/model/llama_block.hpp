@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstddef>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -90,10 +89,9 @@ struct LlamaBlock {
                        float* dresidual, const OutputGrads& kept, WeightGrads when);
   static void weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept);
 
- private:
   enum class Linear { down, gate_up, o, qkv };
-  static void linear_weight_grads(std::initializer_list<Linear> layers, const LayerContext& ctx, const Weights& dw,
-                                  const Stash& x, const OutputGrads& kept);
+  static void linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,
+                                 const OutputGrads& kept);
 };
 
 template <class Take>

@@ -246,8 +246,10 @@ def check_gantt(png, run_dir, step=None):
     pixels = read_png(png)
     kind_pixels = {kind: pixels_of(pixels, colour, 3) for kind, colour in KIND_RGB.items()}
     boxes = np.logical_or.reduce(list(kind_pixels.values()))
-    # A rank's lane: rows with boxes over a twentieth of the width or more (the legend's swatches are far less).
-    bands = true_runs(boxes.sum(axis=1) >= 0.05 * pixels.shape[1])
+    # A rank's lane: rows drawn on over half the width (its idle background spans the step, its boxes and waits lie
+    # on it, whatever their share), five pixels tall or more (an axis or the dashed line between stages is thinner).
+    drawn_on = np.sqrt(((pixels - 255) ** 2).sum(axis=-1)) > 12
+    bands = [(a, b) for a, b in true_runs(drawn_on.mean(axis=1) >= 0.5) if b - a >= 5]
     assert len(bands) == sum(map(len, stages.values())), f"{png}: {len(bands)} bands of boxes, ranks {stages}"
     x = np.flatnonzero(boxes[np.concatenate([np.arange(a, b) for a, b in bands])].any(axis=0))
     span_px = x.max() + 1 - x.min()

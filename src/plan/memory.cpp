@@ -1,14 +1,17 @@
 #include "plan/memory.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
 #include "plan/buckets.hpp"
 #include "plan/model_size.hpp"
 #include "plan/pipeline_theory.hpp"
+#include "plan/schedule_report.hpp"
 
 namespace trident {
 
@@ -64,6 +67,14 @@ std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro
   return (first_stage ? bt : bt * model.d_model) + (last_stage ? bt : 0);
 }
 
+std::int64_t kept_grad_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int num_layers, int tp) {
+  const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
+  const std::int64_t qkv_width =
+      static_cast<std::int64_t>(model.heads + 2 * model.key_value_heads()) * model.head_dim() / tp;
+  const std::int64_t mlp_inputs = (model.family == ModelFamily::llama ? 2 : 1) * (model.mlp_hidden() / tp);
+  return num_layers * bt * (2 * c + qkv_width + mlp_inputs);
+}
+
 std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel) {
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
   const auto attention =
@@ -73,6 +84,37 @@ std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, in
   if (sequence_parallel) floats += 2 * bt * c + bt * c / tp + 8 * c;
   return floats;
 }
+
+namespace {
+
+// The deck's schedule, made once per shape (the planner asks for it per rank, and per candidate
+// of a search).
+const Schedule& planned_schedule(const Deck& deck) {
+  const ScheduleConfig& s = deck.schedule;
+  if (s.kind == ScheduleKind::file && s.from_file) return *s.from_file;
+  using Key = std::tuple<ScheduleKind, int, int, int, double, double>;
+  static std::map<Key, Schedule> made;
+  const Key key{s.kind, deck.parallel.pp, s.microbatches, s.virtual_stages, s.activation_budget, s.auto_memory_limit};
+  auto found = made.find(key);
+  if (found == made.end()) found = made.emplace(key, deck_schedule(deck)).first;
+  return found->second;
+}
+
+// The most bytes of output gradients rank `rank` keeps between an I and its W, `kept[chunk]` a
+// micro-batch's on each of its chunks.
+std::int64_t kept_grads_peak(const Schedule& schedule, int rank, const std::vector<std::int64_t>& kept) {
+  std::int64_t now = 0, peak = 0;
+  for (const Action& action : schedule.actions[rank]) {
+    if (action.kind == ActionKind::input_grad) now += kept[action.chunk];
+    if (action.kind == ActionKind::weight_grad) now -= kept[action.chunk];
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+}  // namespace
+
+bool planned_schedule_splits_backward(const Deck& deck) { return planned_schedule(deck).splits_backward(); }
 
 RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int rank) {
   const int tp = deck.parallel.tp;
@@ -89,6 +131,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
                              deck.model.seq_len;
   const ChunkPlacement placement = chunk_placement(deck.schedule);
   const int chunks = static_cast<int>(stages.size()) / pp;
+  std::vector<std::int64_t> kept(chunks);
   bool holds_embedding = false;
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int stage = placed_virtual_stage(placement, pp, chunks, rank, chunk);
@@ -97,6 +140,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     // A tied head on the rank that holds the embedding (a V) uses the same wte.
     const bool shared_wte = stage == last && last > 0 && holds_embedding && deck.model.tie_embeddings;
     holds_embedding |= first;
+    kept[chunk] = 4 * kept_grad_floats_per_microbatch(deck.model, mbs, layers.num_layers, tp);
     const StageParams params = stage_params(deck.model, layers, first, stage == last, tp);
     memory.weight_bytes += 4 * (params.total() - (shared_wte ? params.head : 0));
     const std::int64_t stash =
@@ -121,6 +165,8 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     memory.zero1_bytes = 4 * static_cast<std::int64_t>(zero1_gradient_floats(buckets, deck.parallel.dp));
   }
   memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, rank, pp);
+  const Schedule& schedule = planned_schedule(deck);
+  if (schedule.splits_backward() && schedule.chunks == chunks) memory.kept_grad_bytes = kept_grads_peak(schedule, rank, kept);
   return memory;
 }
 

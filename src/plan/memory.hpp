@@ -52,6 +52,12 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
 std::int64_t recompute_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, bool first_stage,
                                              bool last_stage);
 
+// 4-byte words of the output gradients one micro-batch keeps on a chunk of `num_layers` layers from
+// its I until its W (schedules that split B): per layer its blocks' OutputGrads (model/block.hpp),
+// over all B*T rows: the block output's and the attention projection's B*T*C each, q | k | v's and
+// the MLP input layer's (GPT-2 c_fc F/tp, Llama gate | up 2F/tp) outputs.
+std::int64_t kept_grad_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int num_layers, int tp);
+
 struct RankMemory {
   std::int64_t weight_bytes = 0;       // the fp32 master weights
   std::int64_t weight_copy_bytes = 0;  // train.precision = "bf16": their bf16 copy, which the products read
@@ -70,9 +76,12 @@ struct RankMemory {
   // The buffers backward writes activation gradients into (workspace_floats).
   std::int64_t workspace_bytes = 0;
 
+  // Schedules that split B into I and W: the most bytes of output gradients the rank keeps from I
+  // until W at once, walking its action list (kept_grad_floats_per_microbatch per chunk). 0 otherwise.
+  std::int64_t kept_grad_bytes = 0;
   std::int64_t activation_bytes() const {
     return static_cast<std::int64_t>(in_flight_microbatches * static_cast<double>(activation_bytes_per_microbatch)) +
-           recompute_bytes;
+           recompute_bytes + kept_grad_bytes;
   }
   // Not counted: the runtime (libraries, MPI's and the BLAS's buffers, the token data), about
   // 90-210 MiB per rank on this project's CPU machines (README.md, "Memory").
@@ -93,5 +102,8 @@ std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, in
 // `stages` is a partition_layers result with pp * v entries (v = chunks per rank, the deck's
 // schedule.virtual_stages); the rank holds stages[rank], stages[rank + pp], ...
 RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages, int rank);
+
+// Whether the deck's schedule (auto's choice, or the file's) splits B into I and W.
+bool planned_schedule_splits_backward(const Deck& deck);
 
 }  // namespace trident

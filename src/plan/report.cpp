@@ -296,6 +296,7 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
       << (bf16 ? ", and the weights' bf16 copy that the products read" : "")
       << (zero1 ? "; ZeRO-1: AdamW m+v of 1/dp of the parameters" : "")
       << "; activations = in flight x stash per micro-batch"
+      << (planned_schedule_splits_backward(deck) ? " + the output gradients kept from I until W" : "")
       << recomputed_memory_note(deck.schedule.recompute, deck.model.attention)
       << attention_memory_note(deck.model.attention)
       << (deck.parallel.sequence_parallel ? "; sequence parallel: the residual stream's tensors hold 1/tp of the rows"

@@ -62,7 +62,7 @@ double rank0_activation_mib(const Deck& deck, const Schedule& schedule, int peak
   const auto stages = partition_layers(planned.model, planned.parallel, schedule.chunks);
   const RankMemory memory = rank_memory(planned, stages, 0);
   const double bytes = static_cast<double>(memory.activation_bytes_per_microbatch) * peak_chunks / schedule.chunks +
-                       static_cast<double>(memory.recompute_bytes);
+                       static_cast<double>(memory.recompute_bytes + memory.kept_grad_bytes);
   return bytes / (1024.0 * 1024.0);
 }
 
@@ -197,7 +197,8 @@ void print_schedule_table(std::ostream& out, const Deck& deck) {
       << "  equal stages  the same with every virtual stage alike (F = 1/v, B = 2/v, I = W = 1/v)\n"
       << "  theory        (p-1)/(m+p-1) for gpipe and 1f1b, (p-1)/(v*m+p-1) for interleaved-1f1b\n"
       << "  in flight     the most micro-batches (chunks / v) whose activations a rank holds at once\n"
-      << "  act. rank 0   its activation stash per micro-batch (plan memory formula) x its in flight"
+      << "  act. rank 0   its activation stash per micro-batch (plan memory formula) x its in flight\n"
+      << "                + the output gradients that I keeps for W, at their peak"
       << (config.recompute == Recompute::full ? "\n                + one chunk recomputed for its backward"
           : config.recompute == Recompute::selective ? "\n                + one layer's attention probabilities, recomputed"
                                                      : "")

@@ -94,6 +94,23 @@ def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_p
         assert all(row["all-gather"] == "-" or row["all-gather"].endswith("KiB") for row in traffic), traffic
 
 
+@pytest.mark.parametrize("kind,chunks", [pytest.param("zb-h1", 1, marks=RELEASE_ONLY), ("v-half", 2)])
+def test_plan_counts_the_output_gradients_kept_from_i_until_w(trident_run, kind, chunks):
+    """Schedules that split B keep each micro-batch's output gradients from its I until its W
+    (besides the stash): the plan walks each rank's action list for them. On these two it is the
+    peak the run measures (zb-v and dualpipev: an upper bound, the stash's and the gradients'
+    peaks added)."""
+    overrides = GRID[:2] + (f"schedule.kind={kind}", f"schedule.virtual_stages={chunks}", "model.layers=4",
+                            "schedule.microbatches=4", "train.steps=2")
+    _, run_dir = trident_run(*overrides, ranks=4)
+    measured = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1].astype(float)
+    rows = table(plan_text(overrides), "Memory per rank")
+    planned = np.array([to_bytes(row["activations"]) for row in rows])
+    np.testing.assert_allclose(planned, measured, rtol=0.01, err_msg=kind)
+    without = np.array([to_bytes(row["act/micro-batch"]) * float(row["in flight"]) for row in rows])
+    assert np.all(planned > 1.1 * without), (planned, without)  # the kept gradients count
+
+
 @RELEASE_ONLY
 def test_selective_recompute_drops_the_probabilities_from_the_stash(trident_run):
     """With the explicit attention kernel, per layer and micro-batch, the stash shrinks by the

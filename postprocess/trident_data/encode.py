@@ -3,7 +3,9 @@ document (or a piece of a large one) in memory at a time plus one shard's buffer
 the end-of-document token; whole documents go to the validation split with probability
 --val-fraction (a seeded draw per document, in corpus order), the rest to training. Shards of
 --shard-tokens tokens are written as NAME_train_000000.bin, NAME_val_000000.bin, ..., each under a
-temporary name first; if encoding fails, the shards it wrote are removed."""
+temporary name first; if encoding fails, the shards it wrote are removed. NAME.toml, written last,
+is the deck's part that reads them: model.vocab, [data] with the end-of-document token and packed
+documents masked (data.eod_token, data.document_mask), [eval] on the validation shards."""
 import sys
 import time
 from pathlib import Path
@@ -116,7 +118,22 @@ def run(args):
         if split.written:
             print(f"{name}: {split.tokens:,} tokens in {len(split.written)} shard(s) "
                   f"({dtype.name}): {split.written[0]}{' ...' if len(split.written) > 1 else ''}")
+    print(f"deck: {write_deck(directory, args.name, processor, bool(splits['val'].written))} "
+          "(its [data] and [eval] sections and model.vocab, to copy into a deck)")
     return 0
+
+
+def write_deck(directory, name, processor, validation):
+    """NAME.toml: the sections of a deck that trains on these shards (paths relative to it)."""
+    lines = ["# Written by trident-data encode: the part of a deck that trains on these shards.",
+             "[model]", f"vocab = {processor.vocab_size()}", "",
+             "[data]", 'kind = "bin"', f'path = "{name}_train_*.bin"',
+             f"eod_token = {processor.eos_id()}  # ends each document", "document_mask = true  # packed documents"]
+    if validation:
+        lines += ["", "[eval]", f'path = "{name}_val_*.bin"']
+    path = directory / f"{name}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def encode_documents(args, paths, processor, splits):

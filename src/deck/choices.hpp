@@ -7,16 +7,12 @@
 #include <array>
 
 #include "common/choice.hpp"
+#include "family/model_config.hpp"
 #include "schedule/registry.hpp"
 
 namespace trident {
 
-// model.family: GPT-2 (LayerNorm, learned positions, GELU MLP, tied head) or Llama (RMSNorm, RoPE,
-// grouped-query attention, SwiGLU MLP, untied head by default), DESIGN.md "Model".
-enum class ModelFamily { gpt2, llama };
-inline constexpr std::array<Choice<ModelFamily>, 2> kModelFamilies{
-    {{ModelFamily::gpt2, "gpt2"}, {ModelFamily::llama, "llama"}}};
-constexpr const auto& choices(ModelFamily) { return kModelFamilies; }
+// model.family and model.attention: family/model_config.hpp (ModelFamily, AttentionKernel).
 
 // schedule.kind: schedule/registry.hpp (ScheduleKind, ChunkPlacement and their words).
 
@@ -72,13 +68,6 @@ inline constexpr std::array<Choice<MatmulPrecision>, 4> kMatmulPrecisions{{{Matm
                                                                            {MatmulPrecision::tf32, "tf32"},
                                                                            {MatmulPrecision::bf16, "bf16"}}};
 constexpr const auto& choices(MatmulPrecision) { return kMatmulPrecisions; }
-
-// model.attention: how attention is computed (kernels/attention.hpp). tiled: flash-style tiles with
-// an online softmax, memory linear in T; explicit: the T × T probabilities materialised and kept.
-enum class AttentionKernel { tiled, explicit_probabilities };
-inline constexpr std::array<Choice<AttentionKernel>, 2> kAttentionKernels{
-    {{AttentionKernel::tiled, "tiled"}, {AttentionKernel::explicit_probabilities, "explicit"}}};
-constexpr const auto& choices(AttentionKernel) { return kAttentionKernels; }
 
 // checkpoint.on_failure: what a checkpoint that cannot be written (a full disk, an I/O error) does
 // to the run. abort: exit 1 once the partial file is removed; continue: warn, train on, and try

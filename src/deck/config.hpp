@@ -13,35 +13,6 @@
 
 namespace trident {
 
-struct ModelConfig {
-  ModelFamily family = ModelFamily::gpt2;
-  int layers = 2;
-  int d_model = 64;
-  int heads = 4;
-  int seq_len = 64;
-  int vocab = 256;  // real vocabulary size, unpadded
-  // Llama keys (deck/model_family.cpp; a GPT-2 deck may not set them). 0 means the family's own
-  // value: see key_value_heads() and mlp_hidden().
-  int kv_heads = 0;              // key/value heads; fewer than heads: grouped-query attention
-  int ffn_hidden = 0;            // MLP hidden width (GPT-2: c_fc's outputs; Llama: gate and up outputs)
-  double rope_theta = 500000.0;  // RoPE base
-  double norm_eps = 1e-5;        // RMSNorm epsilon (GPT-2's LayerNorm: 1e-5 always)
-  bool tie_embeddings = true;    // the deck makes it false for Llama unless given
-  // How attention is computed (as Hugging Face's attn_implementation): the same function either
-  // way, to float reassociation; tiled keeps memory linear in seq_len (kernels/attention.hpp).
-  AttentionKernel attention = AttentionKernel::tiled;
-
-  int head_dim() const { return d_model / heads; }
-  int key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
-  // GPT-2: 4 * d_model. Llama: 2/3 of 4 * d_model rounded up to a multiple of 256 (Meta's rule).
-  int mlp_hidden() const {
-    if (ffn_hidden > 0) return ffn_hidden;
-    if (family == ModelFamily::gpt2) return 4 * d_model;
-    const long hidden = (8L * d_model + 2) / 3;
-    return static_cast<int>((hidden + 255) / 256 * 256);
-  }
-};
-
 struct ParallelConfig {
   int tp = 1;
   int pp = 1;
@@ -133,7 +104,14 @@ struct DataConfig {
   std::vector<std::string> paths;
   std::int64_t synthetic_tokens = 1 << 20;  // synthetic: length of the generated token stream
   bool shuffle = false;                     // a permutation of the windows per epoch (data/window_order.hpp)
+  // Packed documents: attention stops at each document's end and positions restart at its start
+  // (kernels/document_mask.hpp); eod_token closes each document (-1: not given; the mask needs it).
+  bool document_mask = false;
+  std::int32_t eod_token = -1;
 };
+
+// The end-of-document token the step's batches are cut at, or -1 when documents are not masked.
+inline std::int32_t eod_token(const DataConfig& data) { return data.document_mask ? data.eod_token : -1; }
 
 // [eval]: a validation loss over held-out windows, forward only, on the training grid.
 struct EvalConfig {

@@ -2,28 +2,24 @@
 
 #include <string>
 
+#include "family/family.hpp"
+
 namespace trident {
-
-namespace {
-
-// Keys only a Llama model reads: a GPT-2 deck that sets one is asking for something it will not get.
-constexpr const char* kLlamaOnlyKeys[] = {"kv_heads", "ffn_hidden", "rope_theta", "norm_eps"};
-
-}  // namespace
 
 void resolve_model_family(Deck& deck, const toml::table& model_section, const KeyLocations& where) {
   ModelConfig& model = deck.model;
-  auto given = [&](const char* key) { return model_section.contains(key); };
-  if (model.family == ModelFamily::gpt2) {
-    for (const char* key : kLlamaOnlyKeys) {
-      if (given(key))
-        where.fail(std::string("model.") + key, std::string("model.") + key +
-                                                    " is a Llama key, but model.family = \"gpt2\" (the default); " +
-                                                    "remove it, or set model.family = \"llama\"");
+  const FamilyDescription& family = family_of(model);
+  for (const FamilyDescription& other : families()) {
+    for (std::string_view key : other.own_keys) {
+      if (family.reads_key(key) || !model_section.contains(key)) continue;
+      const std::string name = "model." + std::string(key);
+      where.fail(name, name + " is a " + std::string(other.title) + " key, but model.family = \"" +
+                           std::string(word_of(model.family)) + "\"" +
+                           (model_section.contains("family") ? "" : " (the default)") +
+                           "; remove it, or set model.family = \"" + std::string(word_of(other.family)) + "\"");
     }
-    return;
   }
-  if (!given("tie_embeddings")) model.tie_embeddings = false;
+  if (!model_section.contains("tie_embeddings")) model.tie_embeddings = family.head_tied_by_default;
 }
 
 }  // namespace trident

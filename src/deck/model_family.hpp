@@ -10,7 +10,8 @@
 namespace trident {
 
 // `model_section`: the deck's [model] table, overrides applied. Throws InputError naming the key
-// when a GPT-2 deck gives a Llama-only key; unties a Llama head unless the deck ties it.
+// when the deck gives a key only another family reads (FamilyDescription::own_keys); sets
+// tie_embeddings to the family's default unless the deck gives it.
 void resolve_model_family(Deck& deck, const toml::table& model_section, const KeyLocations& where);
 
 }  // namespace trident

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "deck/messages.hpp"
+#include "family/family.hpp"
 
 namespace trident {
 
@@ -28,28 +29,40 @@ std::vector<int> divisors(int n) {
   return small;
 }
 
-// Llama's grouped-query attention and rotary embedding: whole query heads per kv head, and head
+// Grouped-query attention and a rotary embedding: whole query heads per kv head, and head
 // dimensions in pairs.
-void check_llama_shape(const ModelConfig& model, const KeyLocations& where) {
+void check_heads_shape(const ModelConfig& model, const KeyLocations& where) {
   if (model.heads % model.key_value_heads() != 0) {
     where.fail("model.kv_heads", "model.kv_heads = " + std::to_string(model.key_value_heads()) +
                                      " does not divide model.heads = " + std::to_string(model.heads) +
                                      " (each kv head serves heads / kv_heads query heads); valid kv_heads: " +
                                      join_ints(divisors(model.heads)));
   }
-  if (model.d_model % model.heads == 0 && model.head_dim() % 2 != 0) {
+  if (family_of(model).rotary() && model.d_model % model.heads == 0 && model.head_dim() % 2 != 0) {
     where.fail("model.heads", "model.d_model / model.heads = " + std::to_string(model.head_dim()) +
                                   " is odd, but rotary embeddings rotate pairs of dimensions: choose heads so that "
                                   "d_model / heads is even");
   }
 }
 
+// `model.family = "llama"` for each family that may untie its head.
+std::string families_that_untie() {
+  std::string words;
+  for (const FamilyDescription& family : families()) {
+    if (!family.head_may_untie) continue;
+    if (!words.empty()) words += " or ";
+    words += "model.family = \"" + std::string(word_of(family.family)) + "\"";
+  }
+  return words;
+}
+
 void check_model_shape(const Deck& deck, const KeyLocations& where) {
   const ModelConfig& model = deck.model;
-  if (model.family == ModelFamily::gpt2 && !model.tie_embeddings)
-    where.fail("model.tie_embeddings",
-               "model.tie_embeddings = false needs model.family = \"llama\": GPT-2's head "
-               "is tied to wte (DESIGN.md, Model); set it to true or remove the key");
+  const FamilyDescription& family = family_of(model);
+  if (!family.head_may_untie && !model.tie_embeddings)
+    where.fail("model.tie_embeddings", "model.tie_embeddings = false needs " + families_that_untie() + ": " +
+                                           std::string(family.title) + "'s head is tied to its token embedding " +
+                                           "(DESIGN.md, Model); set it to true or remove the key");
   if (model.d_model % model.heads != 0) {
     const int below = model.d_model / model.heads * model.heads;
     where.fail("model.heads", "model.heads = " + std::to_string(model.heads) + " does not divide model.d_model = " +
@@ -59,17 +72,18 @@ void check_model_shape(const Deck& deck, const KeyLocations& where) {
                                   (below > 0 ? std::to_string(below) + " or " : "") +
                                   std::to_string(below + model.heads) + ")");
   }
-  if (model.family == ModelFamily::llama) check_llama_shape(model, where);
+  check_heads_shape(model, where);
 }
 
-// Tensor parallelism gives each rank whole heads (and, for Llama, whole kv heads and an equal share
-// of the MLP's hidden width); the first width tp does not divide is named with the tp that work.
+// Tensor parallelism gives each rank whole heads, whole kv heads and an equal share of the MLP's
+// hidden width; the first width tp does not divide is named with the tp that work.
 void check_tensor_split(const Deck& deck, const KeyLocations& where) {
   const ModelConfig& model = deck.model;
   const int tp = deck.parallel.tp;
-  std::vector<std::pair<std::string, int>> split = {{"model.heads", model.heads}};
-  if (model.family == ModelFamily::llama)
-    split.insert(split.end(), {{"model.kv_heads", model.key_value_heads()}, {"model.ffn_hidden", model.mlp_hidden()}});
+  // GPT-2's kv heads are its heads and its MLP 4·d_model wide: only its heads can fail.
+  const std::vector<std::pair<std::string, int>> split = {{"model.heads", model.heads},
+                                                          {"model.kv_heads", model.key_value_heads()},
+                                                          {"model.ffn_hidden", model.mlp_hidden()}};
   int common = 0;
   for (const auto& [key, width] : split) common = std::gcd(common, width);
   for (const auto& [key, width] : split) {
@@ -165,10 +179,10 @@ void check_stage_layers(const Deck& deck, const KeyLocations& where) {
 
 // "\"interleaved-1f1b\", \"zb-v\", \"v-half\", \"dualpipev\" or \"auto\"": the kinds that may hold several
 // chunks per rank.
-std::string kinds_with_chunks() {
+// "\"interleaved-1f1b\", ... or \"auto\"": the kinds that take virtual_stages > 1.
+std::string kinds_with_chunks_text() {
   std::string text;
-  for (const ScheduleType& type : schedule_types())
-    if (type.chunks != ChunkRule::one) text.append("\"").append(type.word).append("\", ");
+  for (std::string_view word : kinds_with_chunks()) text.append("\"").append(word).append("\", ");
   return text.substr(0, text.size() - 2) + " or \"auto\"";
 }
 
@@ -187,7 +201,7 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
   if (schedule.virtual_stages > 1 && type != nullptr && type->chunks == ChunkRule::one) {
     where.fail("schedule.virtual_stages",
                "schedule.virtual_stages = " + std::to_string(schedule.virtual_stages) + " needs schedule.kind = " +
-                   kinds_with_chunks() + " (kind is \"" + word_of(schedule.kind) +
+                   kinds_with_chunks_text() + " (kind is \"" + word_of(schedule.kind) +
                    "\"); use virtual_stages = 1 or change the kind");
   }
   if (type != nullptr && type->chunks == ChunkRule::two_in_a_v && schedule.virtual_stages != 2) {
@@ -229,8 +243,23 @@ void check_train(const Deck& deck, const KeyLocations& where) {
   }
 }
 
+// Packed documents are cut at data.eod_token, a token of the vocabulary.
+void check_documents(const Deck& deck, const KeyLocations& where) {
+  const DataConfig& data = deck.data;
+  if (data.document_mask && data.eod_token < 0)
+    where.fail("data.document_mask", "data.document_mask = true needs data.eod_token, the token that ends each "
+                                     "document (trident-data encode writes it into the deck it prepares); add "
+                                     "eod_token = N to [data], or set document_mask = false");
+  if (data.eod_token >= deck.model.vocab)
+    where.fail("data.eod_token", "data.eod_token = " + std::to_string(data.eod_token) +
+                                     " is not a token of the vocabulary (model.vocab = " +
+                                     std::to_string(deck.model.vocab) + "); valid: 0 to " +
+                                     std::to_string(deck.model.vocab - 1));
+}
+
 void check_data(const Deck& deck, const KeyLocations& where) {
   const DataConfig& data = deck.data;
+  check_documents(deck, where);
   if (data.kind == DataKind::synthetic) {
     if (data.synthetic_tokens <= deck.model.seq_len) {
       where.fail("data.synthetic_tokens", "data.synthetic_tokens = " + std::to_string(data.synthetic_tokens) +

@@ -234,6 +234,8 @@ const std::vector<KeySpec>& deck_keys() {
       input_paths("data", "path", &Deck::data, &DataConfig::paths),
       integer("data", "synthetic_tokens", &Deck::data, &DataConfig::synthetic_tokens, 2),
       boolean("data", "shuffle", &Deck::data, &DataConfig::shuffle),
+      boolean("data", "document_mask", &Deck::data, &DataConfig::document_mask),
+      integer("data", "eod_token", &Deck::data, &DataConfig::eod_token, 0),
 
       input_paths("eval", "path", &Deck::eval, &EvalConfig::paths),
       integer("eval", "every", &Deck::eval, &EvalConfig::every, 0),

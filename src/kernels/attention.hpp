@@ -14,6 +14,7 @@
 #include <cstddef>
 
 #include "deck/choices.hpp"
+#include "kernels/document_mask.hpp"
 #include "kernels/gemm.hpp"
 
 namespace trident {
@@ -22,6 +23,14 @@ struct AttentionShape {
   int B, T, heads, kv_heads, head_dim;
   long q_ld, kv_ld, out_ld;  // floats between consecutive tokens' rows of q, of k and v, of out
   AttentionKernel kernel = AttentionKernel::tiled;
+  DocumentMask documents = {};  // packed documents (null: the causal mask alone)
+  // A chunk of queries against a chunk of keys of a longer sequence (context parallelism; tiled
+  // kernel only): the T queries sit at positions query_offset.., the T keys at key_offset.., and the
+  // causal mask and the documents' starts are in those positions. 0 and 0: the whole sequence.
+  int query_offset = 0, key_offset = 0;
+  // Backward adds the gradients into dq, dk and dv instead of overwriting them (one chunk pair's
+  // share of them).
+  bool accumulate_grads = false;
 
   // GPT-2's fused layout: qkv [B, T, 3C] holds the q, k and v blocks of C columns each (at qkv,
   // qkv + C, qkv + 2C); out [B, T, C].
@@ -82,7 +91,8 @@ constexpr std::size_t attention_scratch_floats(const AttentionShape& s) {
                                             : attention_saved_floats(s);
 }
 
-// out (head h at columns h·hd) = softmax_causal(q·kᵀ / √hd) · v per (b, h); `saved` receives what
+// out (head h at columns h·hd) = softmax_causal(q·kᵀ / √hd) · v per (b, h), the causal mask
+// narrowed to each query's document under shape.documents; `saved` receives what
 // backward reads (attention_saved_floats).
 void attention_forward(GemmContext& context, float* out, float* saved, float* scratch, const float* q, const float* k,
                        const float* v, const AttentionShape& shape);
@@ -92,6 +102,12 @@ void attention_forward(GemmContext& context, float* out, float* saved, float* sc
 void attention_backward(GemmContext& context, float* dq, float* dk, float* dv, float* scratch, const float* dout,
                         const float* q, const float* k, const float* v, const float* out, const float* saved,
                         const AttentionShape& shape);
+
+// Merges the attention of the same queries over two sets of keys (context parallelism's chunks):
+// `out` and `log_sum_exp` (the tiled kernel's output and saved statistic over the first set) become
+// those over both, given `part` and `part_log_sum_exp` over the second.
+void attention_merge(float* out, float* log_sum_exp, const float* part, const float* part_log_sum_exp,
+                     const AttentionShape& shape);
 
 // The explicit kernel's `saved`, the probabilities softmax_causal(q·kᵀ / √hd), bit for bit as its
 // forward writes them: selective recomputation rebuilds them in backward instead of stashing them.

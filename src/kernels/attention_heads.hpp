@@ -25,11 +25,13 @@ struct HeadBatches {
 // among the B·H (b, head) pairs that the saved per-head tensors are indexed by.
 struct Group {
   long q, kv, out, head;
+  int sequence;  // b
   Group(const AttentionShape& s, const HeadBatches& batches, int b, int g)
       : q(b * s.T * s.q_ld + static_cast<long>(g) * batches.per_group * s.head_dim),
         kv(b * s.T * s.kv_ld + static_cast<long>(g) * s.head_dim),
         out(b * s.T * s.out_ld + static_cast<long>(g) * batches.per_group * s.head_dim),
-        head(static_cast<long>(b) * s.heads + static_cast<long>(g) * batches.per_group) {}
+        head(static_cast<long>(b) * s.heads + static_cast<long>(g) * batches.per_group),
+        sequence(b) {}
 };
 
 // f(group) for every group of heads of every sequence.

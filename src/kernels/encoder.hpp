@@ -1,6 +1,8 @@
 // Token + position embedding.
 #pragma once
 
+#include "kernels/document_mask.hpp"
+
 namespace trident {
 
 // wte holds the embeddings of vocab ids [vocab_first, vocab_first + vocab_rows) (all of them, or
@@ -9,12 +11,13 @@ namespace trident {
 //
 // out[b, t, :] = wte[tokens[b, t] − vocab_first, :] + wpe[t, :]   (out [B, T, C], wte [vocab_rows, C],
 // wpe [T_max, C]); wpe may be null (no position term), so that one rank of a TP group adds it.
+// Under packed documents the position is t − start(t) (kernels/document_mask.hpp).
 void encoder_forward(float* out, const int* tokens, const float* wte, int vocab_first, int vocab_rows,
-                     const float* wpe, int B, int T, int C);
+                     const float* wpe, int B, int T, int C, const DocumentMask& documents = {});
 
 // dwte[tokens[b, t] − vocab_first, :] += dout[b, t, :] for the tokens held;  dwpe[t, :] += dout[b, t, :]
 // (dwpe may be null: no position table)
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_first,
-                      int vocab_rows, int B, int T, int C);
+                      int vocab_rows, int B, int T, int C, const DocumentMask& documents = {});
 
 }  // namespace trident

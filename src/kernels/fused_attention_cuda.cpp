@@ -23,7 +23,9 @@ FlashAttentionShape flash_shape(const AttentionShape& s) {
 }
 
 bool takes(const GemmContext& context, const AttentionShape& s) {
-  return flash_attention_on() && context.precision() == MatmulPrecision::bf16 &&
+  // The flash kernels know the causal mask of a whole sequence only: packed documents and chunk
+  // pairs run the tiled kernel.
+  return !s.documents && s.query_offset == 0 && s.key_offset == 0 && !s.accumulate_grads && flash_attention_on() && context.precision() == MatmulPrecision::bf16 &&
          flash_attention_supports(flash_shape(s));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/device.hpp"
+#include "kernels/document_mask.hpp"
 
 namespace trident {
 
@@ -14,9 +15,10 @@ struct RopeTable {
   int seq_len, head_dim;
 };
 
-// x: B·T tokens (token b·T + t at position t) of `heads` heads of table.head_dim columns each,
-// ld floats apart; rotated in place. direction +1 applies the embedding, −1 its transpose (the
-// backward pass of a gradient).
-void rope_rotate(float* x, const RopeTable& table, int B, int heads, long ld, int direction);
+// x: B·T tokens (token b·T + t at position t, or t − start(t) under packed documents) of `heads`
+// heads of table.head_dim columns each, ld floats apart; rotated in place. direction +1 applies the
+// embedding, −1 its transpose (the backward pass of a gradient).
+void rope_rotate(float* x, const RopeTable& table, int B, int heads, long ld, int direction,
+                 const DocumentMask& documents = {});
 
 }  // namespace trident

@@ -6,7 +6,9 @@
 // divided by l and only lse = m + log l is saved. Backward recomputes every tile's probabilities
 // from lse, P = exp(S − lse), and accumulates dV, dK (over query tiles) and dQ (over key tiles),
 // with D = rowsum(dO ∘ O) standing for the softmax's Σ P·dP. Products go through gemm(), the
-// per-row work through Kokkos row kernels, as the explicit kernel's do.
+// per-row work through Kokkos row kernels, as the explicit kernel's do. Under packed documents a
+// row's keys also start at its document's start, and a query tile skips the key tiles wholly before
+// its first row's document (document_mask.hpp: starts never decrease, so that row's is the least).
 #include <algorithm>
 #include <cfloat>
 
@@ -33,14 +35,40 @@ int tiles_over(int length, int tile) { return (length + tile - 1) / tile; }
 int query_tile_count(const AttentionShape& s) { return tiles_over(s.T, attention_query_tile(s)); }
 int key_tile_count(const AttentionShape& s) { return tiles_over(s.T, attention_key_tile(s)); }
 
-// The key tiles that query tile i sees: those starting before its last position.
-int key_tiles_seen_by(const AttentionShape& s, int i) {
-  return tiles_over(Span(attention_query_tile(s), i, s.T).end(), attention_key_tile(s));
+// Key k (local) is visible to query t (local) when k <= t + shift: the chunks' offset.
+int key_shift(const AttentionShape& s) { return s.query_offset - s.key_offset; }
+
+// The keys query tile i sees at most (the causal mask's edge at its last row): [0, end).
+int causal_key_end(const AttentionShape& s, int i) {
+  return std::clamp(Span(attention_query_tile(s), i, s.T).end() + key_shift(s), 0, s.T);
 }
 
-// The first query tile that sees key tile j: the one starting where it starts.
+// The key tiles that query tile i sees: those starting before its last position.
+int key_tiles_seen_by(const AttentionShape& s, int i) { return tiles_over(causal_key_end(s, i), attention_key_tile(s)); }
+
+// The first query tile that sees key tile j: the first whose last row reaches the tile's start.
 int first_query_tile_seeing(const AttentionShape& s, int j) {
-  return j * attention_key_tile(s) / attention_query_tile(s);
+  return std::max(0, j * attention_key_tile(s) - key_shift(s)) / attention_query_tile(s);
+}
+
+// Where sequence b's document starts for query position t, on the host (0 without documents).
+int host_start(const AttentionShape& s, int b, int t) {
+  return s.documents ? s.documents.host_starts[static_cast<long>(b) * s.T + t] : 0;
+}
+
+// The first key tile that query tile i of sequence b sees: the one holding its first row's
+// document start (starts are positions of the whole sequence, keys start at key_offset).
+int first_key_tile_seen_by(const AttentionShape& s, int b, int i) {
+  return std::max(0, host_start(s, b, i * attention_query_tile(s)) - s.key_offset) / attention_key_tile(s);
+}
+
+// The last query tile of sequence b that sees key tile j: the last whose first row's document
+// starts before the key tile ends.
+int last_query_tile_seeing(const AttentionShape& s, int b, int j) {
+  const int key_end = s.key_offset + (j + 1) * attention_key_tile(s);
+  int i = query_tile_count(s) - 1;
+  while (i > first_query_tile_seeing(s, j) && host_start(s, b, i * attention_query_tile(s)) >= key_end) --i;
+  return i;
 }
 
 // One query tile against one key tile, for the heads of a group: the rows of a [heads, query
@@ -50,15 +78,23 @@ struct TilePair {
   float* tile;  // [heads, query tile, ld]: scores, then probabilities
   long head_stride;
   int heads, ld, queries, keys, query_first, key_first, T;
+  int shift, key_offset;       // key_shift(), and the keys' first position in the sequence
+  const std::int32_t* starts;  // the sequence's document starts, or null
   KOKKOS_INLINE_FUNCTION int head(int row) const { return row / queries; }
   KOKKOS_INLINE_FUNCTION int position(int row) const { return query_first + row % queries; }
   KOKKOS_INLINE_FUNCTION float* row_of(float* block, int row) const {
     return block + head(row) * head_stride + static_cast<long>(row % queries) * ld;
   }
-  // Keys of the tile that the row's query sees (the causal mask), at least 1.
+  // Keys of the tile that the row's query sees: [first_visible, visible), the causal mask's end and
+  // the document's start. Empty for a row whose document starts after the tile.
   KOKKOS_INLINE_FUNCTION int visible(int row) const {
-    const int last = position(row) - key_first + 1;
-    return last < keys ? last : keys;
+    const int last = position(row) + shift - key_first + 1;
+    return last < keys ? (last > 0 ? last : 0) : keys;
+  }
+  KOKKOS_INLINE_FUNCTION int first_visible(int row) const {
+    const int first = starts ? starts[position(row)] - key_offset - key_first : 0;
+    const int end = visible(row);
+    return first < 0 ? 0 : first < end ? first : end;
   }
   // Index of the row's statistic in per-(head, position) arrays of the group.
   KOKKOS_INLINE_FUNCTION long statistic(int row) const { return static_cast<long>(head(row)) * T + position(row); }
@@ -66,11 +102,12 @@ struct TilePair {
 };
 
 // Query tile i against key tile j, which stops at the query tile's last position.
-TilePair tile_pair(const AttentionShape& s, const HeadBatches& batches, float* tile, int i, int j) {
-  const Span queries(attention_query_tile(s), i, s.T), keys(attention_key_tile(s), j, queries.end());
+TilePair tile_pair(const AttentionShape& s, const HeadBatches& batches, const Group& at, float* tile, int i, int j) {
+  const Span queries(attention_query_tile(s), i, s.T), keys(attention_key_tile(s), j, causal_key_end(s, i));
   const long head_stride = attention_tile_floats(s);
+  const std::int32_t* starts = s.documents ? s.documents.starts + static_cast<long>(at.sequence) * s.T : nullptr;
   return {tile,       head_stride, batches.per_group, attention_key_tile(s), queries.size, keys.size, queries.first,
-          keys.first, s.T};
+          keys.first, s.T,         key_shift(s),      s.key_offset,          starts};
 }
 
 // tile = scale·Q_i·K_jᵀ for each head of the group.
@@ -92,12 +129,15 @@ void online_softmax_step(const TilePair& pair, bool first, float* out, long out_
   for_each_row(
       "tiled_attention_online_softmax", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         float* row = pair.row_of(pair.tile, r);
-        const int visible = pair.visible(r);
+        const int visible = pair.visible(r), from = pair.first_visible(r);
         const long at = pair.statistic(r);
         const float old_max = first ? -FLT_MAX : running_max[at];
-        const float tile_max = row_max(team, visible, [&](int j) { return row[j]; });
+        float* seen = row + from;
+        const float tile_max = row_max(team, visible - from, [&](int j) { return seen[j]; });
         const float new_max = tile_max > old_max ? tile_max : old_max;
-        const float sum = row_sum(team, visible, [&](int j) { return row[j] = math::fast_exp(row[j] - new_max); });
+        const float sum =
+            row_sum(team, visible - from, [&](int j) { return seen[j] = math::fast_exp(seen[j] - new_max); });
+        row_for(team, 0, from, [&](int j) { row[j] = 0.0f; });
         row_for(team, visible, pair.keys, [&](int j) { row[j] = 0.0f; });
         const float correction = first ? 0.0f : math::fast_exp(old_max - new_max);
         if (!first) {
@@ -143,9 +183,10 @@ void tile_probabilities(const TilePair& pair, const float* log_sum_exp) {
   for_each_row(
       "tiled_attention_probabilities", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         float* row = pair.row_of(pair.tile, r);
-        const int visible = pair.visible(r);
+        const int visible = pair.visible(r), from = pair.first_visible(r);
         const float lse = log_sum_exp[pair.statistic(r)];
-        row_for(team, 0, visible, [&](int j) { row[j] = math::fast_exp(row[j] - lse); });
+        row_for(team, from, visible, [&](int j) { row[j] = math::fast_exp(row[j] - lse); });
+        row_for(team, 0, from, [&](int j) { row[j] = 0.0f; });
         row_for(team, visible, pair.keys, [&](int j) { row[j] = 0.0f; });
       });
 }
@@ -158,9 +199,10 @@ void tile_score_grads(const TilePair& pair, float* dprobs, const float* dots) {
       "tiled_attention_score_grads", pair.heads * pair.queries, KOKKOS_LAMBDA(const RowTeam& team, int r) {
         const float* p = pair.row_of(pair.tile, r);
         float* d = pair.row_of(dprobs, r);
-        const int visible = pair.visible(r);
+        const int visible = pair.visible(r), from = pair.first_visible(r);
         const float dot = dots[pair.statistic(r)];
-        row_for(team, 0, visible, [&](int j) { d[j] = p[j] * (d[j] - dot); });
+        row_for(team, from, visible, [&](int j) { d[j] = p[j] * (d[j] - dot); });
+        row_for(team, 0, from, [&](int j) { d[j] = 0.0f; });
         row_for(team, visible, pair.keys, [&](int j) { d[j] = 0.0f; });
       });
 }
@@ -183,16 +225,18 @@ void tiled_forward(GemmContext& context, float* out, float* log_sum_exp, float* 
   const int query_tiles = query_tile_count(s), hd = s.head_dim, n = batches.per_group;
   for_each_group(s, batches, [&](const Group& at) {
     float* running_max = log_sum_exp + at.head * s.T;
-    for (int i = 0; i < query_tiles; ++i)
-      for (int j = 0; j < key_tiles_seen_by(s, i); ++j) {
-        const TilePair pair = tile_pair(s, batches, work.tile, i, j);
+    for (int i = 0; i < query_tiles; ++i) {
+      const int first = first_key_tile_seen_by(s, at.sequence, i);
+      for (int j = first; j < key_tiles_seen_by(s, i); ++j) {
+        const TilePair pair = tile_pair(s, batches, at, work.tile, i, j);
         score_tile(context, s, batches, at, pair, q, k);
-        online_softmax_step(pair, j == 0, out + at.out, s.out_ld, hd, running_max, work.rows);
+        online_softmax_step(pair, j == first, out + at.out, s.out_ld, hd, running_max, work.rows);
         gemm_strided_batched(context, false, false, pair.queries, hd, pair.keys, 1.0f, pair.tile, pair.ld,
                              pair.head_stride, v + at.kv + pair.key_first * s.kv_ld, s.kv_ld, batches.kv_stride,
-                             j == 0 ? 0.0f : 1.0f, out + at.out + pair.query_first * s.out_ld, s.out_ld, hd,
+                             j == first ? 0.0f : 1.0f, out + at.out + pair.query_first * s.out_ld, s.out_ld, hd,
                              n);  // O += P·V_j
       }
+    }
     finish_rows(out + at.out, s.out_ld, hd, n * s.T, s.T, running_max, work.rows);
   });
 }
@@ -202,16 +246,18 @@ void tiled_backward(GemmContext& context, float* dq, float* dk, float* dv, float
                     const AttentionShape& s) {
   const HeadBatches batches(s);
   const Scratch work(s, scratch);
-  const int query_tiles = query_tile_count(s), hd = s.head_dim, n = batches.per_group;
+  const int hd = s.head_dim, n = batches.per_group;
   const float scale = score_scale(s);
   for_each_group(s, batches, [&](const Group& at) {
     output_dots(dout + at.out, out + at.out, s.out_ld, hd, n * s.T, s.T, work.rows);
-    for (int j = 0; j < key_tile_count(s); ++j)
-      // Last query tile first: it sees the whole key tile, so its products start dK_j and dV_j.
-      for (int i = query_tiles - 1; i >= first_query_tile_seeing(s, j); --i) {
-        const TilePair pair = tile_pair(s, batches, work.tile, i, j);
+    for (int j = 0; j < key_tile_count(s); ++j) {
+      // The last query tile that sees it first: it sees the whole key tile, so its products start
+      // dK_j and dV_j.
+      const int last = last_query_tile_seeing(s, at.sequence, j);
+      for (int i = last; i >= first_query_tile_seeing(s, j); --i) {
+        const TilePair pair = tile_pair(s, batches, at, work.tile, i, j);
         const long block = pair.head_stride;
-        const bool starts_kv = i == query_tiles - 1;
+        const bool starts_kv = i == last && !s.accumulate_grads;
         const float* dout_i = dout + at.out + pair.query_first * s.out_ld;
         const float* q_i = q + at.q + pair.query_first * s.q_ld;
         const long kv_j = at.kv + pair.key_first * s.kv_ld;
@@ -222,15 +268,39 @@ void tiled_backward(GemmContext& context, float* dq, float* dk, float* dv, float
         gemm_strided_batched(context, false, true, pair.queries, pair.keys, hd, 1.0f, dout_i, s.out_ld, hd, v + kv_j,
                              s.kv_ld, batches.kv_stride, 0.0f, work.grads, pair.ld, block, n);  // dP = dO_i·V_jᵀ
         tile_score_grads(pair, work.grads, work.rows);
+        const bool starts_q = j == first_key_tile_seen_by(s, at.sequence, i) && !s.accumulate_grads;
         gemm_strided_batched(context, false, false, pair.queries, hd, pair.keys, scale, work.grads, pair.ld, block,
-                             k + kv_j, s.kv_ld, batches.kv_stride, j == 0 ? 0.0f : 1.0f,
+                             k + kv_j, s.kv_ld, batches.kv_stride, starts_q ? 0.0f : 1.0f,
                              dq + at.q + pair.query_first * s.q_ld, s.q_ld, hd, n);  // dQ_i += scale·dS·K_j
         sum_over_group(context, s, batches, pair.queries, pair.keys, scale, work.grads, pair.ld, block, q_i, s.q_ld,
                        starts_kv, dk + kv_j);  // dK_j += scale·Σ dSᵀ·Q_i
       }
+    }
   });
 }
 
 }  // namespace attention_detail
+
+// Per (sequence, head, position) row: lse = log(e^lse + e^lse'), out = (e^lse·out + e^lse'·out') / e^lse
+// (computed from the larger of the two, so that neither exponential overflows).
+void attention_merge(float* out, float* log_sum_exp, const float* part, const float* part_log_sum_exp,
+                     const AttentionShape& s) {
+  const int rows = s.B * s.heads * s.T, T = s.T, heads = s.heads, hd = s.head_dim;
+  const long out_ld = s.out_ld;
+  const double output = static_cast<double>(rows) * hd;
+  declare_kernel_cost(KernelCost::of_floats(2.0 * output + 2.0 * rows, output + rows, 4.0 * output));
+  for_each_row(
+      "attention_merge", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
+        const int t = r % T, head = (r / T) % heads, b = r / T / heads;
+        const long first = (static_cast<long>(b) * T + t) * out_ld + static_cast<long>(head) * hd;
+        const float mine = log_sum_exp[r], theirs = part_log_sum_exp[r];
+        // The larger as a row reduction: every lane has read log_sum_exp[r] before one writes it.
+        const float largest = row_max(team, 1, [&](int) { return mine > theirs ? mine : theirs; });
+        const float keep = math::fast_exp(mine - largest), add = math::fast_exp(theirs - largest);
+        const float inverse = 1.0f / (keep + add);
+        row_for(team, 0, hd, [&](int d) { out[first + d] = (keep * out[first + d] + add * part[first + d]) * inverse; });
+        once_per_row(team, [&] { log_sum_exp[r] = largest + math::log(keep + add); });
+      });
+}
 
 }  // namespace trident

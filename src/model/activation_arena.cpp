@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/attention.hpp"
+#include "model/families.hpp"
 #include "model/tp_shape.hpp"
 
 namespace trident {
@@ -69,12 +70,10 @@ std::size_t stashed_ids(const ModelConfig& cfg, int micro_batch_size, const Mode
 
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
                         StashContent content, bool sequence_parallel, bool bf16_product_inputs) {
-  const std::size_t floats =
-      cfg.family == ModelFamily::llama
-          ? stash_floats<LlamaBlock>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel,
-                                     bf16_product_inputs)
-          : stash_floats<Gpt2Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel,
-                                    bf16_product_inputs);
+  const std::size_t floats = with_family(cfg.family, [&]<class Family>(Family) {
+    return stash_floats<typename Family::Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel,
+                                                bf16_product_inputs);
+  });
   return floats * sizeof(float) + stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
 }
 

@@ -26,16 +26,13 @@ template <class B>
 concept TransformerBlock = requires(const LayerContext& ctx, const typename B::Weights& w, typename B::Stash& stash,
                                     const typename B::Stash& x, typename B::OutputGrads& grads,
                                     const typename B::OutputGrads& kept, float* dresidual, const float* input,
-                                    ParamStore& params, const ModelConfig& cfg, const FloatBuffer& buffer, int layer,
+                                    const ParamStore& params, const FloatBuffer& buffer, const std::string& prefix,
                                     WeightGrads when, typename B::Linear linear, const StashShape& shape,
                                     const TpShape& local, std::size_t count, float* (*take)(std::size_t)) {
   { B::kLayerNorm } -> std::convertible_to<bool>;  // LayerNorms (weight, bias; mean, rstd) or RMSNorms
   { B::norm_tensors(w) } -> std::same_as<std::vector<float*>>;  // summed over TP under sequence parallelism
-  { B::prefix(layer) } -> std::same_as<std::string>;            // "h.3." / "layers.3."
-  { B::first_parameter(layer) } -> std::same_as<std::string>;
-  { B::last_parameter(layer) } -> std::same_as<std::string>;
-  B::add_parameters(params, cfg, layer);                             // global shapes and TP split
-  { B::tensors(buffer, params, layer) } -> std::same_as<typename B::Weights>;
+  // Its tensors (the family's description lists them) of the layer whose names start with `prefix`.
+  { B::tensors(buffer, params, prefix) } -> std::same_as<typename B::Weights>;
   { B::in_place(ctx, dresidual) } -> std::same_as<typename B::OutputGrads>;  // weights done now
   B::carve(stash, shape, take);                                      // a stash out of consecutive floats
   B::carve(grads, local, count, count, take);

@@ -9,27 +9,20 @@
 
 namespace trident {
 
-void Gpt2Block::add_parameters(ParamStore& params, const ModelConfig& cfg, int layer) {
-  const std::int64_t C = cfg.d_model, F = cfg.mlp_hidden();   // F = 4C for every GPT-2 deck
-  constexpr int by_rows = 0, by_columns = 1, qkv_blocks = 3;  // Conv1D weights are [in, out]
-  const std::string h = prefix(layer);
-  params.add(h + "ln_1.weight", {C});
-  params.add(h + "ln_1.bias", {C});
-  params.add(h + "attn.c_attn.weight", {C, 3 * C}, by_columns, qkv_blocks);
-  params.add(h + "attn.c_attn.bias", {3 * C}, 0, qkv_blocks);
-  params.add(h + "attn.c_proj.weight", {C, C}, by_rows);
-  params.add(h + "attn.c_proj.bias", {C});
-  params.add(h + "ln_2.weight", {C});
-  params.add(h + "ln_2.bias", {C});
-  params.add(h + "mlp.c_fc.weight", {C, F}, by_columns);
-  params.add(h + "mlp.c_fc.bias", {F}, 0);
-  params.add(h + "mlp.c_proj.weight", {F, C}, by_rows);
-  params.add(h + "mlp.c_proj.bias", {C});
+namespace {
+
+// c_attn's q | k | v and the attention output of this rank's heads, masked as the micro-batch's
+// documents say.
+AttentionShape attention_shape(const LayerContext& ctx) {
+  AttentionShape shape = AttentionShape::fused_qkv(ctx.B, ctx.T, ctx.local.attn_width, ctx.local.heads, ctx.attention);
+  shape.documents = ctx.documents;
+  return shape;
 }
 
-Gpt2Block::Weights Gpt2Block::tensors(const FloatBuffer& buffer, const ParamStore& params, int layer) {
-  const std::string h = prefix(layer);
-  auto at = [&](const std::string& name) { return params.find(h + name).in(buffer); };
+}  // namespace
+
+Gpt2Block::Weights Gpt2Block::tensors(const FloatBuffer& buffer, const ParamStore& params, const std::string& prefix) {
+  auto at = [&](const std::string& name) { return params.find(prefix + name).in(buffer); };
   return {at("ln_1.weight"),        at("ln_1.bias"),        at("attn.c_attn.weight"), at("attn.c_attn.bias"),
           at("attn.c_proj.weight"), at("attn.c_proj.bias"), at("ln_2.weight"),        at("ln_2.bias"),
           at("mlp.c_fc.weight"),    at("mlp.c_fc.bias"),    at("mlp.c_proj.weight"),  at("mlp.c_proj.bias")};
@@ -46,7 +39,7 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, R, C);
   linear_forward(ctx.gemm, x.qkv, ctx.gather_rows(x.ln1, ctx.scratch.gathered), w.c_attn_weight, w.c_attn_bias, BT, C,
                  3 * attn);
-  const AttentionShape heads = AttentionShape::fused_qkv(ctx.B, ctx.T, attn, ctx.local.heads, ctx.attention);
+  const AttentionShape heads = attention_shape(ctx);
   attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.qkv, x.qkv + attn,
                     x.qkv + 2 * attn, heads);
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
@@ -76,7 +69,7 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   step.gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
   step.weight_grad_now(Linear::attn_proj);
-  const AttentionShape heads = AttentionShape::fused_qkv(ctx.B, ctx.T, attn, ctx.local.heads, ctx.attention);
+  const AttentionShape heads = attention_shape(ctx);
   const float* saved = x.att;
   if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k
     attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, x.qkv + attn, heads);

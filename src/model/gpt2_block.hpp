@@ -71,14 +71,9 @@ struct Gpt2Block {
     return {w.ln_1_weight, w.ln_1_bias, w.ln_2_weight, w.ln_2_bias};
   }
 
-  static std::string prefix(int layer) { return "h." + std::to_string(layer) + "."; }
-  static std::string first_parameter(int layer) { return prefix(layer) + "ln_1.weight"; }
-  static std::string last_parameter(int layer) { return prefix(layer) + "mlp.c_proj.bias"; }
-
-  // Adds the block's tensors of `layer` to `params` (global shapes and TP split), in store order.
-  static void add_parameters(ParamStore& params, const ModelConfig& cfg, int layer);
-  // Pointers into `buffer` (params.values or params.grads) for the block's tensors of `layer`.
-  static Weights tensors(const FloatBuffer& buffer, const ParamStore& params, int layer);
+  // Pointers into `buffer` (params.values or params.grads) for the block's tensors, named `prefix` +
+  // their description's names (family/gpt2.cpp).
+  static Weights tensors(const FloatBuffer& buffer, const ParamStore& params, const std::string& prefix);
 
   // Where backward keeps the output gradients when the weights are done now: in dresidual and the
   // context's scratch.

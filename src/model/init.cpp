@@ -39,24 +39,20 @@ float counter_normal(std::uint64_t seed, std::string_view name, std::uint64_t in
   return normal_in_stream(tensor_stream(seed, name), index);
 }
 
-float init_std(const ModelConfig& cfg, std::string_view name) {
-  if (cfg.family == ModelFamily::gpt2 && name.ends_with("c_proj.weight")) return 0.02f / std::sqrt(2.0f * cfg.layers);
-  return 0.02f;
+float init_std(const ModelConfig& cfg, TensorInit init) {
+  return init == TensorInit::residual_normal ? 0.02f / std::sqrt(2.0f * cfg.layers) : 0.02f;
 }
 
 void init_parameters(ParamStore& params, const ModelConfig& cfg, std::uint64_t seed) {
   auto values = Kokkos::create_mirror_view(params.values);
   for (const ParamTensor& tensor : params.tensors()) {
     float* out = values.data() + tensor.offset;
-    // GPT-2's ln_1, ln_2, ln_f; Llama's input_layernorm, post_attention_layernorm, norm.
-    const bool layernorm = tensor.name.find(".ln_") != std::string::npos || tensor.name.starts_with("ln_") ||
-                           tensor.name.ends_with("norm.weight");
-    if (tensor.name.ends_with(".bias")) {
+    if (tensor.init == TensorInit::zeros) {
       std::fill(out, out + tensor.size, 0.0f);
-    } else if (layernorm) {
+    } else if (tensor.init == TensorInit::ones) {
       std::fill(out, out + tensor.size, 1.0f);
     } else {
-      const float std = init_std(cfg, tensor.name);
+      const float std = init_std(cfg, tensor.init);
       const std::uint64_t stream = tensor_stream(seed, tensor.name);
       for (std::size_t i = 0; i < tensor.size; ++i) {
         const std::int64_t global = global_index(tensor, static_cast<std::int64_t>(i), params.tp_rank(), params.tp_size());

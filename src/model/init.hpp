@@ -15,10 +15,10 @@ namespace trident {
 // Standard normal sample for element `index` of tensor `name`.
 float counter_normal(std::uint64_t seed, std::string_view name, std::uint64_t index);
 
-// Weights N(0, 0.02) (Hugging Face's initializer_range for both families), biases 0, norm weights
-// 1; GPT-2 scales its residual projections attn.c_proj.weight and mlp.c_proj.weight to
-// N(0, 0.02 / √(2·layers)). A TP slice draws each element by its global index; padding is 0.
-float init_std(const ModelConfig& cfg, std::string_view name);
+// Each tensor as its family's description says (TensorSpec::init): weights N(0, 0.02) (Hugging
+// Face's initializer_range for both families), residual projections N(0, 0.02 / √(2·layers)) (GPT-2's
+// c_proj), biases 0, norm weights 1. A TP slice draws each element by its global index; padding is 0.
+float init_std(const ModelConfig& cfg, TensorInit init);
 void init_parameters(ParamStore& params, const ModelConfig& cfg, std::uint64_t seed);
 
 }  // namespace trident

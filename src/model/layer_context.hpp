@@ -30,7 +30,7 @@ struct BackwardScratch {
   float* dln;    // [B, T, C]       gradient w.r.t. a norm's output
   float* datty;  // [B, T, C/tp]    gradient w.r.t. the attention output
   float* attention;  // the attention kernel's scratch, forward and backward (attention_scratch_floats)
-  float* dfch;   // [B, T, F/tp]    gradient w.r.t. the MLP's hidden layer; Llama [B, T, 2F/tp]: gate | up
+  float* dfch;   // [B, T, k·F/tp]  gradient w.r.t. the MLP's k input products (GPT-2's c_fc; Llama's gate | up)
   float* dqkv;   // [B, T, 3C/tp]   gradient w.r.t. q, k and v (weights now)
   // Sequence parallelism only (else null): all B·T rows of the tensor-parallel region's border.
   float* gathered = nullptr;   // [B, T, C]  a norm's output gathered, or a row-parallel layer's partial sums
@@ -67,12 +67,14 @@ struct LayerContext {
   Comm& tp;
   GemmContext& gemm;
   BackwardScratch scratch;
-  const RopeTable* rope = nullptr;  // Llama: the rotary embedding's angles
-  float norm_eps = 1e-5f;           // Llama: RMSNorm epsilon
+  const RopeTable* rope = nullptr;  // the rotary embedding's angles, for rotary positions (else null)
+  float norm_eps = 1e-5f;           // model.norm_eps, which RMSNorm reads (LayerNorm's is 1e-5 always)
   // parallel.sequence_parallel: the residual stream (block inputs and outputs, norms, residual
   // adds) holds local_rows() = B·T/tp rows on each TP rank, a contiguous block of the [B·T] rows.
   bool sequence_parallel = false;
   AttentionKernel attention = AttentionKernel::tiled;  // model.attention
+  // The packed documents of the micro-batch in hand (the model sets it before each pass), or none.
+  DocumentMask documents = {};
 
   int rows() const { return B * T; }  // rows of the tensor-parallel region: every position
   std::size_t hidden_floats() const { return static_cast<std::size_t>(B) * T * C; }  // one [B, T, C] tensor

@@ -32,32 +32,14 @@ AttentionShape attention_shape(const LayerContext& ctx) {
   const TpShape& local = ctx.local;
   const QkvColumns columns(local);
   return {ctx.B, ctx.T, local.heads, local.kv_heads, local.head_dim, columns.width, columns.width, columns.q_width,
-          ctx.attention};
+          ctx.attention, ctx.documents};
 }
 
 }  // namespace
 
-void LlamaBlock::add_parameters(ParamStore& params, const ModelConfig& cfg, int layer) {
-  const std::int64_t C = cfg.d_model, hd = cfg.head_dim(), F = cfg.mlp_hidden();
-  const std::int64_t q = cfg.heads * hd, kv = cfg.key_value_heads() * hd;
-  constexpr int by_rows = 0, by_columns = 1;  // nn.Linear weights are [out, in]
-  const std::string p = prefix(layer);
-  // q, k, v and gate, up in this order, one after the other: each group is one product's weight.
-  params.add(p + "input_layernorm.weight", {C});
-  params.add(p + "self_attn.q_proj.weight", {q, C}, by_rows);
-  params.add(p + "self_attn.k_proj.weight", {kv, C}, by_rows);
-  params.add(p + "self_attn.v_proj.weight", {kv, C}, by_rows);
-  params.add(p + "self_attn.o_proj.weight", {C, q}, by_columns);
-  params.add(p + "post_attention_layernorm.weight", {C});
-  params.add(p + "mlp.gate_proj.weight", {F, C}, by_rows);
-  params.add(p + "mlp.up_proj.weight", {F, C}, by_rows);
-  params.add(p + "mlp.down_proj.weight", {C, F}, by_columns);
-}
-
-LlamaBlock::Weights LlamaBlock::tensors(const FloatBuffer& buffer, const ParamStore& params, int layer) {
-  const std::string p = prefix(layer);
+LlamaBlock::Weights LlamaBlock::tensors(const FloatBuffer& buffer, const ParamStore& params, const std::string& p) {
   auto at = [&](const std::string& name) { return params.find(p + name).in(buffer); };
-  // The fused weights rely on their parts being adjacent, as add_parameters lays them out.
+  // The fused weights rely on their parts being adjacent, as the description lists them (family/llama.cpp).
   auto followed_by = [&](const std::string& first, const std::string& next) {
     const ParamTensor &a = params.find(p + first), &b = params.find(p + next);
     if (a.offset + a.size != b.offset)
@@ -82,8 +64,8 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   rmsnorm_forward(x.norm1, x.norm1_rstd, input, w.input_norm, ctx.norm_eps, R, C);
   linear_forward(ctx.gemm, x.qkv, ctx.gather_rows(x.norm1, ctx.scratch.gathered), w.qkv_proj, nullptr, BT, C,
                  qkv.width, kLinear);
-  rope_rotate(x.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, +1);
-  rope_rotate(qkv.k(x.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, +1);
+  rope_rotate(x.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, +1, ctx.documents);
+  rope_rotate(qkv.k(x.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, +1, ctx.documents);
   attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.qkv, qkv.k(x.qkv),
                     qkv.v(x.qkv), attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.o_proj, qkv.q_width);
@@ -121,8 +103,8 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   }
   attention_backward(ctx.gemm, kept.qkv, qkv.k(kept.qkv), qkv.v(kept.qkv), ctx.scratch.attention, ctx.scratch.datty,
                      x.qkv, qkv.k(x.qkv), qkv.v(x.qkv), x.atty, saved, attention_shape(ctx));
-  rope_rotate(kept.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, -1);
-  rope_rotate(qkv.k(kept.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, -1);
+  rope_rotate(kept.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, -1, ctx.documents);
+  rope_rotate(qkv.k(kept.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, -1, ctx.documents);
   linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.qkv_proj, BT, C, qkv.width, kLinear);
   step.reduce_over_tp_during(Linear::qkv);
   rmsnorm_backward(dresidual, dw.input_norm, step.dln_sum(), input, x.norm1_rstd, w.input_norm, R, C,

@@ -62,16 +62,11 @@ struct LlamaBlock {
   // The norms' weights (d_model floats each): sequence parallelism sums their gradients over TP.
   static std::vector<float*> norm_tensors(const Weights& w) { return {w.input_norm, w.post_attention_norm}; }
 
-  static std::string prefix(int layer) { return "layers." + std::to_string(layer) + "."; }
-  static std::string first_parameter(int layer) { return prefix(layer) + "input_layernorm.weight"; }
   // Floats of one token's q | k | v on a TP rank.
   static std::size_t qkv_width(const TpShape& local) {
     return static_cast<std::size_t>(local.heads + 2 * local.kv_heads) * local.head_dim;
   }
-  static std::string last_parameter(int layer) { return prefix(layer) + "mlp.down_proj.weight"; }
-
-  static void add_parameters(ParamStore& params, const ModelConfig& cfg, int layer);
-  static Weights tensors(const FloatBuffer& buffer, const ParamStore& params, int layer);
+  static Weights tensors(const FloatBuffer& buffer, const ParamStore& params, const std::string& prefix);
 
   static OutputGrads in_place(const LayerContext& ctx, float* dresidual) {
     float* out = ctx.output_grads(dresidual);

@@ -71,15 +71,16 @@ ParamStore::ParamStore(int tp_rank, int tp_size) : tp_rank_(tp_rank), tp_size_(t
     throw std::invalid_argument("ParamStore: TP rank " + std::to_string(tp_rank) + " of " + std::to_string(tp_size));
 }
 
-const ParamTensor& ParamStore::add(std::string name, std::vector<std::int64_t> global_shape, int shard_dim,
-                                   int shard_blocks) {
-  if (values.size() != 0) throw std::logic_error("ParamStore::add after allocate(): " + name);
+const ParamTensor& ParamStore::add(const TensorSpec& spec) {
+  if (values.size() != 0) throw std::logic_error("ParamStore::add after allocate(): " + spec.name);
   ParamTensor tensor;
-  tensor.name = std::move(name);
-  tensor.global_shape = std::move(global_shape);
+  tensor.name = spec.name;
+  tensor.global_shape = spec.shape;
   tensor.local_shape = tensor.global_shape;
+  const int shard_dim = spec.shard_dim, shard_blocks = spec.shard_blocks;
   tensor.shard_dim = shard_dim;
   tensor.shard_blocks = shard_blocks;
+  tensor.init = spec.init;
   if (tensor.tp_sharded()) {
     if (shard_dim >= static_cast<int>(tensor.global_shape.size()) || shard_blocks < 1 ||
         tensor.global_shape[shard_dim] % shard_blocks != 0)

@@ -1,5 +1,6 @@
 // All parameters of the model in one flat device buffer (as llm.c), with one descriptor per
-// tensor under its Hugging Face GPT-2 name. Gradients use the same layout in a second buffer.
+// tensor under its Hugging Face name (family/family.hpp's TensorSpec). Gradients use the same
+// layout in a second buffer.
 //
 // Under tensor parallelism each rank stores only its slice of a sharded tensor. A descriptor keeps
 // both the global (HF, unsharded, unpadded) shape and the local one, and how the tensor is split,
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "family/family.hpp"
 #include "kernels/device.hpp"
 
 namespace trident {
@@ -19,7 +21,7 @@ namespace trident {
 class Comm;
 
 struct ParamTensor {
-  std::string name;                        // HF GPT-2 name without "transformer.", e.g. "h.0.attn.c_attn.weight"
+  std::string name;                        // HF name without "transformer." / "model.": "h.0.attn.c_attn.weight"
   std::vector<std::int64_t> global_shape;  // HF shape (Conv1D weights are [in, out]), unsharded and unpadded
   std::vector<std::int64_t> local_shape;   // this TP rank's slice of it
   // Dimension split across the TP ranks (-1: every rank holds the whole tensor). That dimension is
@@ -30,6 +32,7 @@ struct ParamTensor {
   std::size_t offset = 0;     // first element in ParamStore::values / grads
   std::size_t size = 0;       // number of local elements
   bool weight_decay = false;  // AdamW decay applies to 2-D weights only
+  TensorInit init = TensorInit::normal;  // how init_parameters fills it (model/init.hpp)
 
   bool tp_sharded() const { return shard_dim >= 0; }
   float* in(const FloatBuffer& buffer) const { return buffer.data() + offset; }
@@ -55,8 +58,11 @@ class ParamStore {
 
   // Appends a tensor descriptor; call allocate() once all are added. global_shape[shard_dim] must
   // divide into shard_blocks blocks.
+  const ParamTensor& add(const TensorSpec& spec);
   const ParamTensor& add(std::string name, std::vector<std::int64_t> global_shape, int shard_dim = -1,
-                         int shard_blocks = 1);
+                         int shard_blocks = 1) {
+    return add(TensorSpec{std::move(name), std::move(global_shape), shard_dim, shard_blocks});
+  }
   void allocate();  // allocates values and grads (zeroed)
 
   const std::vector<ParamTensor>& tensors() const { return tensors_; }

@@ -27,10 +27,18 @@
 namespace trident {
 
 void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
-  if (cfg.family == ModelFamily::llama)
-    add_family_parameters<LlamaFamily>(params, cfg, chunks);
-  else
-    add_family_parameters<Gpt2Family>(params, cfg, chunks);
+  bool embedding = false, head = false;
+  for (const ModelChunk& chunk : chunks) embedding |= chunk.embedding, head |= chunk.head;
+  const std::vector<TensorSpec> inputs = input_tensors(cfg);  // the embedding first
+  if (embedding || (head && cfg.tie_embeddings)) params.add(inputs.front());
+  if (embedding)
+    for (auto tensor = inputs.begin() + 1; tensor != inputs.end(); ++tensor) params.add(*tensor);
+  for (const ModelChunk& chunk : chunks)
+    for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
+      for (const TensorSpec& tensor : layer_tensors(cfg, layer)) params.add(tensor);
+  if (!head) return;
+  for (const TensorSpec& tensor : final_norm_tensors(cfg)) params.add(tensor);
+  if (!cfg.tie_embeddings) params.add(untied_head_tensor(cfg));
 }
 
 // What the model is whatever its family; FamilyModel below is the family's composition.
@@ -69,8 +77,9 @@ class FamilyModel final : public Transformer::Impl {
               Recompute recompute, MatmulPrecision precision, bool sequence_parallel)
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
         gemm_(precision),
-        rope_(Family::rotary ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
-        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, Block::kLayerNorm ? 1 : 2,
+        family_(family_description(Family::family)),
+        rope_(family_.rotary() ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
+        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, mlp_input_products(cfg),
             recompute == Recompute::selective && cfg.attention == AttentionKernel::explicit_probabilities,
             sequence_parallel ? tp.size() : 1),
         ctx_{micro_batch_size,
@@ -129,11 +138,14 @@ class FamilyModel final : public Transformer::Impl {
   void blocks_backward(Chunk& c, const Stash& a, Deferred* deferred, const GradsReadyFn& grads_ready);
   Deferred& defer_weight_grads(Chunk& c, int microbatch, float loss_scale);
   void release(Chunk& c, int microbatch);
-  void report_ready(const GradsReadyFn& grads_ready, const std::string& first, const std::string& last) const;
+  void report_ready(const GradsReadyFn& grads_ready, std::string_view first, std::string_view last) const;
+  void report_layer(const GradsReadyFn& grads_ready, int layer) const;
+  void report_embedding(const GradsReadyFn& grads_ready) const;
   template <class Run>
   void with_norm_grads_summed_over_tp(const std::vector<float*>& norm_grads, Run&& run);
 
   GemmContext gemm_;
+  const FamilyDescription& family_;
   std::unique_ptr<RopeTable> rope_;  // rotary families only
   Workspace ws_;
   LayerContext ctx_;
@@ -148,6 +160,7 @@ class FamilyModel final : public Transformer::Impl {
 // (not when recomputing a forward for its backward).
 template <class Family>
 void FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const int* targets, bool counted) {
+  ctx_.documents = a.documents;
   if (spec.embedding) embedding_forward(a);
   for (int i = 0; i < spec.num_layers; ++i) {
     const ProfileRegion layer(kLayerForwardRegion);
@@ -163,7 +176,7 @@ void FamilyModel<Family>::embedding_forward(Stash& a) {
   const TpShape& local = ctx_.local;
   float* partial = ctx_.partial_rows(a.encoded, ctx_.scratch.gathered);
   encoder_forward(partial, a.tokens.data(), weights_->embedding, local.vocab_first, local.vocab_rows,
-                  ctx_.once(weights_->positions), B, ctx_.T, ctx_.C);
+                  ctx_.once(weights_->positions), B, ctx_.T, ctx_.C, a.documents);
   ctx_.sum_rows(partial, a.encoded);
 }
 
@@ -174,10 +187,9 @@ void FamilyModel<Family>::embedding_backward(const Stash& a, bool now, const Gra
   const TpShape& local = ctx_.local;
   const float* dencoded = ctx_.gather_rows(ws_.dresidual.data(), ctx_.scratch.dgathered);
   encoder_backward(grads_->embedding, grads_->positions, dencoded, a.tokens.data(), local.vocab_first, local.vocab_rows,
-                   B, ctx_.T, ctx_.C);
+                   B, ctx_.T, ctx_.C, a.documents);
   if (!now) return;
-  if (Family::positions) report_ready(grads_ready, Family::positions, Family::positions);
-  if (!cfg.tie_embeddings) report_ready(grads_ready, Family::embedding, Family::embedding);
+  report_embedding(grads_ready);
 }
 
 // The final norm, the logits through the head (this rank's vocabulary rows) and the
@@ -226,9 +238,8 @@ void FamilyModel<Family>::head_weight_grad(const Stash& a, float loss_scale) {
 // The final norm (and the untied head) as final; a tied head's gradient waits for the caller's sum.
 template <class Family>
 void FamilyModel<Family>::report_head(const GradsReadyFn& grads_ready) const {
-  const char* last =
-      cfg.tie_embeddings ? (Family::final_norm_bias ? Family::final_norm_bias : Family::final_norm) : kUntiedHead;
-  report_ready(grads_ready, Family::final_norm, last);
+  const std::vector<TensorSpec> norm = final_norm_tensors(cfg);
+  report_ready(grads_ready, norm.front().name, cfg.tie_embeddings ? norm.back().name : kUntiedHead);
 }
 
 // Sequence parallelism: a norm sees only this rank's rows, so what a backward adds to the norms'
@@ -267,7 +278,7 @@ void FamilyModel<Family>::blocks_backward(Chunk& c, const Stash& a, Deferred* de
       Block::backward(ctx_, weights_->blocks[layer], grads_->blocks[layer], a.layers[i], block_input(a, i), dresidual,
                       kept, when);
     });
-    if (!deferred) report_ready(grads_ready, Block::first_parameter(layer), Block::last_parameter(layer));
+    if (!deferred) report_layer(grads_ready, layer);
   }
 }
 
@@ -278,6 +289,7 @@ auto FamilyModel<Family>::stash_for_backward(Chunk& c, int microbatch) -> const 
   if (!c.inputs) return c.stash.stash(microbatch);
   Stash& kept = c.inputs->stash(microbatch);
   Stash& rebuilt = c.stash.acquire(microbatch);
+  rebuilt.documents = kept.documents;
   if (c.spec.embedding)
     copy_ints(rebuilt.tokens.data(), kept.tokens.data(), kept.tokens.extent(0));
   else
@@ -324,12 +336,27 @@ void FamilyModel<Family>::release(Chunk& c, int microbatch) {
 
 // Reports the gradients of the tensors from `first` to `last` (contiguous in the store) as final.
 template <class Family>
-void FamilyModel<Family>::report_ready(const GradsReadyFn& grads_ready, const std::string& first,
-                                       const std::string& last) const {
+void FamilyModel<Family>::report_ready(const GradsReadyFn& grads_ready, std::string_view first,
+                                       std::string_view last) const {
   if (!grads_ready) return;
-  const ParamTensor& begin = params.find(first);
-  const ParamTensor& end = params.find(last);
+  const ParamTensor& begin = params.find(std::string(first));
+  const ParamTensor& end = params.find(std::string(last));
   grads_ready(begin.offset, end.offset + end.size - begin.offset);
+}
+
+// A layer's tensors lie one after the other, as its description lists them.
+template <class Family>
+void FamilyModel<Family>::report_layer(const GradsReadyFn& grads_ready, int layer) const {
+  if (!grads_ready) return;
+  const std::vector<TensorSpec> tensors = layer_tensors(cfg, layer);
+  report_ready(grads_ready, tensors.front().name, tensors.back().name);
+}
+
+// The position table and an untied embedding (a tied one waits for its copies' sum).
+template <class Family>
+void FamilyModel<Family>::report_embedding(const GradsReadyFn& grads_ready) const {
+  if (!family_.rotary()) report_ready(grads_ready, family_.positions, family_.positions);
+  if (!cfg.tie_embeddings) report_ready(grads_ready, family_.embedding, family_.embedding);
 }
 
 template <class Family>
@@ -357,6 +384,7 @@ void FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forward
   check_forward_io(spec, chunk_index, io);
   const std::size_t BTC = ctx_.local_floats();  // the stream's rows on this rank
   Stash& a = c.stash.acquire(microbatch);
+  a.documents = io.documents;
   if (spec.embedding)
     copy_ints(a.tokens.data(), io.tokens->data(), a.tokens.extent(0));
   else
@@ -367,6 +395,7 @@ void FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forward
     c.stash.release(microbatch);
   } else if (c.inputs) {  // keep only what re-running this forward needs
     Stash& kept = c.inputs->acquire(microbatch);
+    kept.documents = io.documents;
     if (spec.embedding)
       copy_ints(kept.tokens.data(), a.tokens.data(), a.tokens.extent(0));
     else
@@ -388,6 +417,7 @@ void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_s
     throw std::invalid_argument("Transformer::backward: chunk " + std::to_string(chunk_index) +
                                 " needs its gradient buffers");
   const Stash& a = stash_for_backward(c, microbatch);
+  ctx_.documents = a.documents;
   const bool now = weight_grads == WeightGrads::now;
   Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
   if (spec.head) {
@@ -426,11 +456,10 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
       const ProfileRegion region(kLayerWeightGradRegion);
       Block::weight_grad(ctx_, grads_->blocks[layer], a.layers[i], d.blocks[i]);
     }
-    report_ready(grads_ready, Block::first_parameter(layer), Block::last_parameter(layer));
+    report_layer(grads_ready, layer);
   }
   if (c.spec.embedding) {
-    if (Family::positions) report_ready(grads_ready, Family::positions, Family::positions);
-    if (!cfg.tie_embeddings) report_ready(grads_ready, Family::embedding, Family::embedding);
+    report_embedding(grads_ready);
   }
   release(c, microbatch);
 }
@@ -441,7 +470,7 @@ std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_
                                               MatmulPrecision precision, bool sequence_parallel) {
   auto model = std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision,
                                                      sequence_parallel);
-  add_family_parameters<Family>(model->params, cfg, model->specs);
+  add_model_parameters(model->params, cfg, model->specs);
   model->params.allocate();
   init_parameters(model->params, cfg, seed);
   model->keep_bf16_weights();
@@ -457,10 +486,10 @@ Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint
   if (chunks.empty()) chunks.push_back(whole_model(cfg));
   if (sequence_parallel && (micro_batch_size * cfg.seq_len) % tp.size() != 0)
     throw std::invalid_argument("Transformer: sequence parallelism needs seq_len divisible by the TP group's size");
-  impl_ = cfg.family == ModelFamily::llama ? make_model<LlamaFamily>(cfg, micro_batch_size, seed, tp, std::move(chunks),
-                                                                     recompute, precision, sequence_parallel)
-                                           : make_model<Gpt2Family>(cfg, micro_batch_size, seed, tp, std::move(chunks),
-                                                                    recompute, precision, sequence_parallel);
+  impl_ = with_family(cfg.family, [&]<class Family>(Family) -> std::unique_ptr<Impl> {
+    return make_model<Family>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision,
+                              sequence_parallel);
+  });
 }
 
 Transformer::~Transformer() = default;
@@ -485,12 +514,13 @@ void Transformer::weight_grad(int chunk, int microbatch, const GradsReadyFn& gra
   impl_->weight_grad(chunk, microbatch, grads_ready);
 }
 
-double Transformer::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets) {
+double Transformer::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets, DocumentMask documents) {
   if (impl_->specs.size() != 1 || !impl_->specs[0].embedding || !impl_->specs[0].head)
     throw std::logic_error("Transformer::forward(microbatch, inputs, targets) needs the whole model on one rank");
   ForwardIO io;
   io.tokens = &inputs;
   io.targets = &targets;
+  io.documents = documents;
   forward(0, microbatch, io);
   return take_loss_sum();
 }
@@ -503,8 +533,7 @@ void Transformer::backward(int microbatch, float loss_scale, const GradsReadyFn&
 
 const ParamTensor* Transformer::tied_embedding() const {
   if (!impl_->cfg.tie_embeddings) return nullptr;
-  return impl_->params.try_find(impl_->cfg.family == ModelFamily::llama ? LlamaFamily::embedding
-                                                                        : Gpt2Family::embedding);
+  return impl_->params.try_find(std::string(family_of(impl_->cfg).embedding));
 }
 
 void Transformer::zero_grads() { zero_floats(impl_->params.grads.data(), impl_->params.grads.extent(0)); }

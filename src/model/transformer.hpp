@@ -65,6 +65,7 @@ class Transformer {
   struct ForwardIO {
     const IntBuffer* tokens = nullptr;
     const IntBuffer* targets = nullptr;
+    DocumentMask documents;  // packed documents (every chunk; kernels/document_mask.hpp), or none
     const float* input = nullptr;
     float* output = nullptr;
     bool for_backward = true;  // false (evaluation): nothing stays stashed after the pass
@@ -105,7 +106,7 @@ class Transformer {
   // The whole model on one rank (a single chunk with the embedding and the head): inputs/targets
   // are micro_batch_size × seq_len token ids; returns the micro-batch's loss sum (read on the host).
   // backward() also reports wte through grads_ready.
-  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets);
+  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets, DocumentMask documents = {});
   void backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready = {});
 
   void zero_grads();

@@ -13,12 +13,14 @@ namespace trident {
 class ModelStage : public StageCompute {
  public:
   // inputs[j] / targets[j]: micro-batch j's token ids, read by the chunk with the embedding and the
-  // chunk with the head; the caller refills them before each step. grads_ready goes to the
-  // backward (or W) after which a chunk's weight gradients are final (see Transformer::backward).
+  // chunk with the head, and documents[j] its packed documents, read by every chunk (empty: none);
+  // the caller refills them before each step. grads_ready goes to the backward (or W) after which
+  // a chunk's weight gradients are final (see Transformer::backward).
   ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
-             float loss_scale, Transformer::GradsReadyFn grads_ready);
+             const std::vector<DocumentMask>& documents, float loss_scale, Transformer::GradsReadyFn grads_ready);
   // Evaluation: forward passes only (a forward-only schedule), nothing kept for a backward.
-  ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets);
+  ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
+             const std::vector<DocumentMask>& documents);
 
   void forward(int chunk, int microbatch, const float* input, float* output) override;
   void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
@@ -30,6 +32,7 @@ class ModelStage : public StageCompute {
   Transformer& model_;
   const std::vector<IntBuffer>& inputs_;
   const std::vector<IntBuffer>& targets_;
+  const std::vector<DocumentMask>& documents_;
   float loss_scale_ = 0.0f;
   Transformer::GradsReadyFn grads_ready_;
   bool for_backward_ = true;

@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "family/family.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/gemm.hpp"
 #include "plan/buckets.hpp"
@@ -31,12 +32,12 @@ std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micr
   // The residual stream's rows on this rank: all of them, or 1/tp under sequence parallelism.
   const std::int64_t rows = mode.sequence_parallel ? bt / tp : bt;
   // LayerNorm keeps mean and rstd per token, RMSNorm rstd only.
-  const std::int64_t norm_stats = model.family == ModelFamily::gpt2 ? 2 * rows : rows;
-  // GPT-2 keeps c_fc's output and its GELU; Llama gate, up and silu(gate) · up. The last of each
-  // (the MLP's output activation) is read by products only.
+  const std::int64_t norm_stats = norm_stats_per_row(model) * rows;
+  // The MLP's input products' outputs (GPT-2's c_fc; Llama's gate and up) and its activation
+  // (GELU; silu(gate) · up), which products only read.
   const std::int64_t mlp_width = bt * f / tp;
   const std::int64_t mlp_hidden =
-      (model.family == ModelFamily::gpt2 ? 1 : 2) * mlp_width +
+      mlp_input_products(model) * mlp_width +
       static_cast<std::int64_t>(product_input_floats(static_cast<std::size_t>(mlp_width), mode.bf16_product_inputs));
   const AttentionShape heads = attention_heads(model, micro_batch_size, tp);
   const bool rebuilt = !mode.keep_probabilities && model.attention == AttentionKernel::explicit_probabilities;
@@ -71,7 +72,7 @@ std::int64_t kept_grad_floats_per_microbatch(const ModelConfig& model, int micro
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
   const std::int64_t qkv_width =
       static_cast<std::int64_t>(model.heads + 2 * model.key_value_heads()) * model.head_dim() / tp;
-  const std::int64_t mlp_inputs = (model.family == ModelFamily::llama ? 2 : 1) * (model.mlp_hidden() / tp);
+  const std::int64_t mlp_inputs = mlp_input_products(model) * (model.mlp_hidden() / tp);
   return num_layers * bt * (2 * c + qkv_width + mlp_inputs);
 }
 
@@ -79,7 +80,7 @@ std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, in
   const std::int64_t bt = static_cast<std::int64_t>(micro_batch_size) * model.seq_len, c = model.d_model;
   const auto attention =
       static_cast<std::int64_t>(attention_scratch_floats(attention_heads(model, micro_batch_size, tp)));
-  const std::int64_t mlp = bt * (model.mlp_hidden() / tp) * (model.family == ModelFamily::llama ? 2 : 1);
+  const std::int64_t mlp = bt * (model.mlp_hidden() / tp) * mlp_input_products(model);
   std::int64_t floats = 2 * bt * c + 4 * bt * c / tp + attention + mlp;
   if (sequence_parallel) floats += 2 * bt * c + bt * c / tp + 8 * c;
   return floats;

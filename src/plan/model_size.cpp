@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "family/family.hpp"
 
 namespace trident {
 namespace {
@@ -13,37 +14,12 @@ void require_heads_split_across_tp(const ModelConfig& model, int tp) {
                      std::to_string(tp) + ": tensor parallelism gives each rank whole heads, so " +
                      "parallel.tp must be a divisor of model.heads");
   }
-  if (model.family == ModelFamily::llama && (model.key_value_heads() % tp != 0 || model.mlp_hidden() % tp != 0)) {
+  // Whole kv heads and an equal share of the MLP's width too (GPT-2's follow from its heads).
+  if (model.key_value_heads() % tp != 0 || model.mlp_hidden() % tp != 0) {
     throw InputError("model.kv_heads = " + std::to_string(model.key_value_heads()) +
                      " and model.ffn_hidden = " + std::to_string(model.mlp_hidden()) +
                      " must both split across parallel.tp = " + std::to_string(tp));
   }
-}
-
-// LayerNorm has a weight and a bias, RMSNorm a weight only.
-std::int64_t norm_params(const ModelConfig& model) {
-  return model.family == ModelFamily::gpt2 ? 2 * std::int64_t{model.d_model} : model.d_model;
-}
-
-// ln_1, c_attn (C -> 3C) and c_fc (C -> F) column-parallel with their biases, both c_proj
-// row-parallel with replicated biases, ln_2.
-std::int64_t gpt2_block_params(const ModelConfig& model, int tp) {
-  const std::int64_t c = model.d_model, f = model.mlp_hidden();
-  const std::int64_t c_attn = (c * 3 * c + 3 * c) / tp;
-  const std::int64_t attn_c_proj = c * c / tp + c;
-  const std::int64_t c_fc = (c * f + f) / tp;
-  const std::int64_t mlp_c_proj = f * c / tp + c;
-  return 2 * norm_params(model) + c_attn + attn_c_proj + c_fc + mlp_c_proj;
-}
-
-// input_layernorm, q (C -> H·hd), k and v (C -> KV·hd) and gate, up (C -> F) column-parallel,
-// o_proj and down_proj row-parallel, post_attention_layernorm; no biases.
-std::int64_t llama_block_params(const ModelConfig& model, int tp) {
-  const std::int64_t c = model.d_model, f = model.mlp_hidden(), hd = model.head_dim();
-  const std::int64_t attention =
-      (c * model.heads * hd + 2 * c * model.key_value_heads() * hd + model.heads * hd * c) / tp;
-  const std::int64_t mlp = 3 * c * f / tp;
-  return 2 * norm_params(model) + attention + mlp;
 }
 
 }  // namespace
@@ -54,15 +30,17 @@ std::int64_t padded_vocab(int vocab, int tp) {
 
 std::int64_t block_params(const ModelConfig& model, int tp) {
   require_heads_split_across_tp(model, tp);
-  return model.family == ModelFamily::gpt2 ? gpt2_block_params(model, tp) : llama_block_params(model, tp);
+  std::int64_t params = 0;
+  for (const TensorSpec& tensor : family_of(model).block_tensors(model)) params += tensor.elements_per_rank(tp);
+  return params;
 }
 
 std::int64_t non_embedding_params(const ModelConfig& model) {
-  return model.layers * block_params(model) + norm_params(model);
+  return model.layers * block_params(model) + norm_floats(model);
 }
 
 std::int64_t position_params(const ModelConfig& model) {
-  return model.family == ModelFamily::gpt2 ? std::int64_t{model.seq_len} * model.d_model : 0;
+  return family_of(model).rotary() ? 0 : std::int64_t{model.seq_len} * model.d_model;
 }
 
 std::int64_t total_params(const ModelConfig& model) {
@@ -79,7 +57,7 @@ StageParams stage_params(const ModelConfig& model, const StageLayers& stage, boo
   if (first_stage) params.embeddings = vocab_shard_rows * c + position_params(model);
   params.blocks = stage.num_layers * block_params(model, tp);
   if (last_stage) {
-    params.final_norm = norm_params(model);
+    params.final_norm = norm_floats(model);
     const bool head_is_this_stages_wte = model.tie_embeddings && first_stage;
     if (!head_is_this_stages_wte) params.head = vocab_shard_rows * c;
   }

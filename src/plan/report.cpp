@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "family/family.hpp"
 #include "plan/layout.hpp"
 #include "plan/memory.hpp"
 #include "plan/model_size.hpp"
@@ -102,39 +103,50 @@ void print_model(std::ostream& out, const ModelConfig& model, int tp) {
                                 ? str(model.vocab)
                                 : str(model.vocab) + " (padded to " + str(padded) +
                                       " for the vocab-parallel split across tp " + str(tp) + ")";
-  const bool llama = model.family == ModelFamily::llama;
-  out << "\nModel (" << (llama ? "Llama" : "GPT-2") << ")\n";
+  const FamilyDescription& family = family_of(model);
+  out << "\nModel (" << family.title << ")\n";
   Fields fields = {{"layers L", str(model.layers)},
                    {"d_model C", str(model.d_model)},
                    {"heads H", str(model.heads) + " (head_dim " + str(model.head_dim()) + ")"}};
-  if (llama) {
+  if (family.reads_key("kv_heads")) {
     fields.push_back({"kv_heads KV", str(model.key_value_heads()) +
                                          (model.key_value_heads() < model.heads
                                               ? " (grouped-query: " + str(model.heads / model.key_value_heads()) +
                                                     " query heads per kv head)"
                                               : "")});
   }
-  fields.push_back({"ffn_hidden F", str(model.mlp_hidden()) + (llama ? " (SwiGLU)" : " (GELU)")});
-  fields.push_back(
-      {"seq_len T", str(model.seq_len) + (llama ? " (RoPE, theta " + count_text(model.rope_theta) + ")" : "")});
+  const char* mlp = family.mlp == MlpKind::swiglu ? " (SwiGLU)" : " (GELU)";
+  fields.push_back({"ffn_hidden F", str(model.mlp_hidden()) + mlp});
+  fields.push_back({"seq_len T", str(model.seq_len) + (family.rotary() ? " (RoPE, theta " +
+                                                                             count_text(model.rope_theta) + ")"
+                                                                       : "")});
   fields.push_back({"vocab V", vocab});
   fields.push_back({"tie_embeddings", model.tie_embeddings ? "true" : "false"});
   print_fields(out, fields);
 }
 
+// "wte" for "wte.weight": the tensor, as the stage table names what a stage holds.
+std::string without_weight(std::string_view name) {
+  constexpr std::string_view suffix = ".weight";
+  if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+  return std::string(name);
+}
+
 std::string stage_contents(const ModelConfig& model, const StageLayers& stage, bool first,
                            bool last) {
-  const bool llama = model.family == ModelFamily::llama;
-  std::string text = first ? (llama ? "embed_tokens, " : "wte, wpe, ") : "";
-  const std::string layer = llama ? "layers." : "h.";
+  const FamilyDescription& family = family_of(model);
+  std::string text;
+  if (first)
+    for (const TensorSpec& tensor : input_tensors(model)) text += without_weight(tensor.name) + ", ";
+  const std::string layer(family.layer_prefix);
   text += stage.num_layers == 1 ? layer + str(stage.first_layer)
                                 : layer + str(stage.first_layer) + "-" + layer + str(stage.end_layer() - 1);
   if (last) {
-    text += llama ? ", norm" : ", ln_f";
+    text += ", " + std::string(family.final_norm);
     if (!model.tie_embeddings) {
-      text += ", lm_head";
+      text += ", " + without_weight(kUntiedHead);
     } else if (!first) {
-      text += ", head (wte copy)";
+      text += ", head (" + without_weight(family.embedding) + " copy)";
     }
   }
   return text;
@@ -197,19 +209,18 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
           << ")\n";
     }
   }
+  const std::string embedding = without_weight(family_of(model).embedding);
   if (model.tie_embeddings && last > 0 && chunk_position(placement, pp, last).rank == 0) {
-    out << "  The tied head (stage " << last << ") is on rank 0 with the embedding: one wte, no sum.\n";
+    out << "  The tied head (stage " << last << ") is on rank 0 with the embedding: one " << embedding << ", no sum.\n";
   } else if (model.tie_embeddings && last > 0) {
-    out << "  The tied head stores a second copy of wte on stage " << last
+    out << "  The tied head stores a second copy of " << embedding << " on stage " << last
         << "; its gradient is summed\n  with stage 0's before the optimizer step.\n";
   }
   if (tp > 1) {
-    if (model.family == ModelFamily::llama)
-      out << "  Per TP rank: q, k, v (by heads), gate and up split by output features, o_proj and down_proj by\n"
-             "  input features, embed_tokens and lm_head by vocabulary rows, RMSNorms replicated.\n";
-    else
-      out << "  Per TP rank: c_attn and c_fc split by columns, both c_proj by rows (bias replicated),\n"
-             "  wte split by vocabulary rows, wpe and LayerNorms replicated.\n";
+    std::string split(family_of(model).tp_split);
+    for (std::size_t at = split.find('\n'); at != std::string::npos; at = split.find('\n', at + 3))
+      split.replace(at, 1, "\n  ");
+    out << "  Per TP rank: " << split << ".\n";
   }
 }
 

@@ -1,5 +1,7 @@
 #include "plan/tp_traffic.hpp"
 
+#include "family/family.hpp"
+
 namespace trident {
 
 namespace {
@@ -9,13 +11,8 @@ void add(PlannedCollectives& tally, std::int64_t count, std::int64_t bytes_each)
   tally.bytes += count * bytes_each;
 }
 
-// The tensors whose gradients sequence parallelism sums over TP after each layer: the norms'.
-std::int64_t norm_floats_per_layer(const ModelConfig& model) {
-  return (model.family == ModelFamily::gpt2 ? 4 : 2) * std::int64_t{model.d_model};
-}
-std::int64_t final_norm_floats(const ModelConfig& model) {
-  return (model.family == ModelFamily::gpt2 ? 2 : 1) * std::int64_t{model.d_model};
-}
+// The tensors whose gradients sequence parallelism sums over TP after each layer: its two norms'.
+std::int64_t norm_floats_per_layer(const ModelConfig& model) { return 2 * norm_floats(model); }
 
 // Bytes of one all-gather of the norms' outputs: kept in bf16 under bf16 (only products read them).
 std::int64_t norm_output_bytes(const Deck& deck, std::int64_t rows) {
@@ -49,7 +46,7 @@ void add_backward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool
   add(t.all_gather, 2 * layers + (last ? 1 : 0), norm_output_bytes(deck, rows));  // for weight gradients
   add(t.reduce_scatter, 2 * layers + (last ? 1 : 0), hidden);
   add(t.all_reduce, layers, 4 * norm_floats_per_layer(model));
-  if (last) add(t.all_reduce, 1, 4 * final_norm_floats(model));
+  if (last) add(t.all_reduce, 1, 4 * norm_floats(model));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "family/family.hpp"
 #include "plan/layout.hpp"
 #include "plan/memory.hpp"
 #include "plan/model_size.hpp"
@@ -73,15 +74,15 @@ PieceTime layer_time(const CostContext& c) {
   const double rows = c.rows(), d = model.d_model, hd = model.head_dim();
   const double qkv = (model.heads + 2.0 * model.key_value_heads()) * hd / c.tp();
   const double inner = model.heads * hd / c.tp(), ffn = static_cast<double>(model.mlp_hidden()) / c.tp();
-  const bool llama = model.family == ModelFamily::llama;
+  const double mlp_inputs = mlp_input_products(model);
   // One product each: q | k | v, the attention's output projection, the MLP's input (Llama's gate |
   // up as one) and its output.
   const double weight_gemms = c.gemm(rows, qkv, d) + c.gemm(rows, d, inner) +
-                              c.gemm(rows, llama ? 2.0 * ffn : ffn, d) + c.gemm(rows, d, ffn);
+                              c.gemm(rows, mlp_inputs * ffn, d) + c.gemm(rows, d, ffn);
   PieceTime layer;
   const PassTime core = attention_core_forward(c);
   const double activations =
-      c.traffic(c.stream_rows() * d, 10.0, c.element_bytes) + c.traffic(rows * ffn, llama ? 3.0 : 2.0, c.element_bytes);
+      c.traffic(c.stream_rows() * d, 10.0, c.element_bytes) + c.traffic(rows * ffn, mlp_inputs + 1.0, c.element_bytes);
   const double all_reduce = c.tp_all_reduce(rows * d * c.element_bytes);
   layer.forward = {weight_gemms + core.gemm, activations + core.elementwise, 2.0 * all_reduce};
   layer.input_grad = {weight_gemms + 2.0 * core.gemm, 2.0 * (activations + core.elementwise), 2.0 * all_reduce};

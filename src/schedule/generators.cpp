@@ -22,13 +22,12 @@ Action input_grad(int microbatch) { return {ActionKind::input_grad, microbatch, 
 Action weight_grad(int microbatch) { return {ActionKind::weight_grad, microbatch, 0}; }
 
 // "interleaved-1f1b, zb-v, v-half and dualpipev": the kinds whose rule is not one chunk per rank.
-std::string kinds_with_chunks() {
-  std::vector<std::string> words;
-  for (const ScheduleType& type : schedule_types())
-    if (type.chunks != ChunkRule::one) words.emplace_back(type.word);
+// "interleaved-1f1b, zb-v, v-half and dualpipev".
+std::string kinds_with_chunks_text() {
+  const std::vector<std::string_view> words = kinds_with_chunks();
   std::string text;
   for (std::size_t i = 0; i < words.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+    text.append(i == 0 ? "" : i + 1 == words.size() ? " and " : ", ").append(words[i]);
   return text;
 }
 
@@ -202,7 +201,7 @@ Schedule make_schedule(ScheduleKind kind, const ScheduleRequest& request) {
                      std::to_string(request.chunks) + "; set schedule.virtual_stages = 2");
   if (type.chunks == ChunkRule::one && request.chunks != 1) {
     throw InputError("schedule kind \"" + word_of(kind) + "\" runs one chunk per rank (virtual_stages = 1), got " +
-                     std::to_string(request.chunks) + "; " + kinds_with_chunks() + " use more than one chunk");
+                     std::to_string(request.chunks) + "; " + kinds_with_chunks_text() + " use more than one chunk");
   }
   return type.generate(request);
 }

@@ -106,6 +106,13 @@ ChunkPlacement chunk_placement(ScheduleKind kind) {
   return kind == automatic ? ChunkPlacement::interleaved : schedule_type(kind).placement;
 }
 
+std::vector<std::string_view> kinds_with_chunks() {
+  std::vector<std::string_view> words;
+  for (const ScheduleType& type : schedule_types())
+    if (type.chunks != ChunkRule::one) words.push_back(type.word);
+  return words;
+}
+
 bool runs_on(const ScheduleType& type, int stages, int microbatches, int chunks) {
   const bool chunks_fit = type.chunks == one ? chunks == 1 : type.chunks == two_in_a_v ? chunks == 2 : chunks >= 2;
   return chunks_fit && microbatches >= type.min_microbatches_per_stage * stages &&

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/choice.hpp"
 
@@ -82,5 +83,8 @@ ChunkPlacement chunk_placement(ScheduleKind kind);
 // Whether `type` runs p stages, m micro-batches and v chunks per rank (its chunk rule and its
 // micro-batch rules; the generator throws InputError, with the reason, exactly where this is false).
 bool runs_on(const ScheduleType& type, int stages, int microbatches, int chunks);
+
+// The words of the kinds that hold more than one chunk per rank, in the deck's order.
+std::vector<std::string_view> kinds_with_chunks();
 
 }  // namespace trident

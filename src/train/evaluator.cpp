@@ -29,8 +29,9 @@ Evaluator::Evaluator(const Deck& deck, const Schedule& training, const ProcessGr
       windows_(held_out_tokens(deck), deck.model.seq_len, deck.schedule.micro_batch_size, deck.schedule.microbatches,
                deck.parallel.dp),
       executor_(checked_forward_only(training), *grid.pp_group, options),
-      tokens_(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, "eval_tokens"),
-      stage_(model, tokens_.inputs, tokens_.targets) {}
+      tokens_(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, eod_token(deck.data),
+              "eval_tokens"),
+      stage_(model, tokens_.inputs, tokens_.targets, tokens_.documents) {}
 
 bool Evaluator::due(int step) const {
   return step == deck_.train.steps || (deck_.eval.every > 0 && step % deck_.eval.every == 0);

@@ -122,7 +122,15 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"blas_threads", std::int64_t{run.blas.threads}},
       {"matmul_precision", word_of(resolve_matmul_precision(deck.train.precision))},
       {"attention", word_of(m.attention)},
+      {"document_mask_eod_token", std::int64_t{eod_token(deck.data)}},  // -1: documents not masked
   };
+}
+
+std::string describe_data(const DataConfig& data, const BatchWindows& windows) {
+  std::string text = std::to_string(windows.windows()) + (windows.shuffled() ? " shuffled" : "") +
+                     " windows of data (" + windows.stream().describe() + ")";
+  if (data.document_mask) text.append(", documents packed: masked at token ").append(std::to_string(data.eod_token));
+  return text;
 }
 
 }  // namespace trident

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "data/batch_windows.hpp"
 #include "deck/config.hpp"
 #include "io/hdf5_attributes.hpp"
 #include "kernels/gemm.hpp"
@@ -35,5 +36,8 @@ void print_banner_head(std::ostream& out, const RunSummary& run);
 void print_banner_tail(std::ostream& out, const RunSummary& run);
 
 Attributes timeline_attributes(const RunSummary& run);
+
+// RunSummary::data: "<windows> [shuffled] windows of data (<source>)[, documents packed: ...]".
+std::string describe_data(const DataConfig& data, const BatchWindows& windows);
 
 }  // namespace trident

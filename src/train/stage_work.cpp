@@ -18,20 +18,19 @@ std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Transformer& model, 
 // What the model computes on: the real model, or the emulated actions of the deck's [emulate]
 // section. With the model, backward reports each gradient range as final through
 // `grads_ready` (data parallelism's hook), which starts reducing it while backward goes on.
-std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& model,
-                                                 const std::vector<IntBuffer>& inputs,
-                                                 const std::vector<IntBuffer>& targets,
+std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& model, const StepTokens& tokens,
                                                  const Transformer::GradsReadyFn& grads_ready) {
   if (deck.emulate.enabled) return std::make_unique<EmulatedStage>(deck.emulate);
   const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
-  return std::make_unique<ModelStage>(model, inputs, targets, loss_scale, grads_ready);
+  return std::make_unique<ModelStage>(model, tokens.inputs, tokens.targets, tokens.documents, loss_scale,
+                                      grads_ready);
 }
 
 }  // namespace
 
 StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGrid& grid,
-                     const std::vector<StageLayers>& partition, const std::vector<IntBuffer>& inputs,
-                     const std::vector<IntBuffer>& targets, const PipelineExecutor::Options& options)
+                     const std::vector<StageLayers>& partition, const StepTokens& tokens,
+                     const PipelineExecutor::Options& options)
     : model(deck.model, deck.schedule.micro_batch_size, deck.train.seed, *grid.tp_group,
             stage_chunks(schedule, partition, grid.pp_rank()), deck.schedule.recompute, deck.train.precision,
             deck.parallel.sequence_parallel),
@@ -39,7 +38,7 @@ StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGr
            deck.parallel.zero == 1),
       grad_norm(sync, grid),
       optimizer(make_optimizer(deck, model, sync)),
-      compute(make_stage_compute(deck, model, inputs, targets, sync.hook())),
+      compute(make_stage_compute(deck, model, tokens, sync.hook())),
       evaluator(deck.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, options) : nullptr),
       wte(model.tied_embedding()) {}
 

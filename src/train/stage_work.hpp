@@ -19,14 +19,15 @@
 #include "plan/partition.hpp"
 #include "schedule/schedule.hpp"
 #include "train/evaluator.hpp"
+#include "train/step_tokens.hpp"
 
 namespace trident {
 
 struct StageWork {
-  // deck, grid, inputs and targets must outlive this; `options` as the training's executor has them.
+  // deck, grid and tokens must outlive this; `options` as the training's executor has them.
   StageWork(const Deck& deck, const Schedule& schedule, const ProcessGrid& grid,
-            const std::vector<StageLayers>& partition, const std::vector<IntBuffer>& inputs,
-            const std::vector<IntBuffer>& targets, const PipelineExecutor::Options& options);
+            const std::vector<StageLayers>& partition, const StepTokens& tokens,
+            const PipelineExecutor::Options& options);
 
   Transformer model;
   GradientSync sync;

@@ -131,11 +131,11 @@ struct Trainer::State {
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
-        tokens(d.schedule.microbatches, d.schedule.micro_batch_size, d.model.seq_len, "step_tokens"),
+        tokens(d.schedule.microbatches, d.schedule.micro_batch_size, d.model.seq_len, eod_token(d.data), "step_tokens"),
         clock(w),
         executor(std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options())),
-        work(std::make_unique<StageWork>(deck, schedule, grid, partition, tokens.inputs, tokens.targets,
-                                         pipeline_options())),  // deck: the copy this State keeps
+        // deck: the copy this State keeps
+        work(std::make_unique<StageWork>(deck, schedule, grid, partition, tokens, pipeline_options())),
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
         predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {
     deck.parallel.p2p = grid.config.p2p;  // as this build runs it (auto resolved)
@@ -300,8 +300,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
                  s.predicted_bubble,
                  blas_info(),
                  describe_rank_layout(s.grid),
-                 std::to_string(s.windows.windows()) + (s.windows.shuffled() ? " shuffled" : "") +
-                     " windows of data (" + s.windows.stream().describe() + ")",
+                 describe_data(deck.data, s.windows),
                  s.work->evaluator ? s.work->evaluator->describe() : "",
                  mpi_summary,
                  s.flops_per_step};
@@ -586,7 +585,7 @@ bool Trainer::State::move_layers(int step, const Schedule& next, const std::vect
   deck.parallel.stage_layers = layer_counts(moved_to);
   partition = moved_to;
   work.reset();  // the old layers' memory is free before the new ones take theirs
-  work = std::make_unique<StageWork>(deck, next, grid, partition, tokens.inputs, tokens.targets, pipeline_options());
+  work = std::make_unique<StageWork>(deck, next, grid, partition, tokens, pipeline_options());
   Deck reload = deck;
   reload.checkpoint.resume = CheckpointConfig::Resume::file;
   reload.checkpoint.resume_file = (std::filesystem::path(checkpoint_dir(deck)) / checkpoint_file_name(step)).string();

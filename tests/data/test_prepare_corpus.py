@@ -7,6 +7,7 @@ trident on its shards: the shortened version of README "A real corpus, end to en
 - Bad input is one line and exit 2, and a failed encode leaves no shard behind.
 - A small Llama trains on the shards on two pipeline ranks, with both losses falling.
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,23 @@ def test_validation_split_keeps_fortunes_whole_and_decodes(tokenizer, tmp_path):
     shard = sorted(tmp_path.glob("f_val_*.bin"))[0]
     decoded = tool("decode", shard, "--tokenizer", tokenizer, "--count", 400).stdout
     assert val[0].strip()[:40] in decoded and "<end of document>" in decoded
+
+
+def test_encode_writes_the_deck_that_reads_its_shards(tokenizer, tmp_path):
+    """NAME.toml names the shards, the tokenizer's vocabulary and its end-of-document token, with
+    packed documents masked: trident accepts it, and a short run trains on the fortunes with it."""
+    tool("encode", *FILES, "--separator", "%", "--tokenizer", tokenizer, "-o", tmp_path, "--name", "f",
+         "--val-fraction", "0.2")
+    processor = spm.SentencePieceProcessor(model_file=str(tokenizer))
+    deck = (tmp_path / "f.toml").read_text()
+    for line in (f"vocab = {processor.vocab_size()}", 'path = "f_train_*.bin"', 'path = "f_val_*.bin"',
+                 f"eod_token = {processor.eos_id()}", "document_mask = true"):
+        assert line in deck, line
+    run = subprocess.run([os.environ["TRIDENT_EXE"], "run", str(tmp_path / "f.toml"), "--set", "train.steps=2",
+                          "--set", "model.seq_len=32", "--set", f"output.dir={tmp_path / 'run'}"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert np.all(np.isfinite(read_steps(tmp_path / "run")["loss"]))
 
 
 @pytest.mark.parametrize("case, message", [

@@ -90,6 +90,8 @@ const BadDeckCase kBadDecks[] = {
     {"HeadsDoNotDivideDModel", {}, {"model", "heads = 5"}, "1, 2, 4, 8, 16, 32, 64"},
     {"FamilyTypo", {}, {"model", "family = \"lama\""}, "did you mean \"llama\"?"},
     {"Gpt2DeckWithALlamaKey", {}, {"model", "kv_heads = 2"}, "set model.family = \"llama\""},
+    {"DocumentMaskWithoutEodToken", {}, {"data", "document_mask = true"}, "needs data.eod_token"},
+    {"EodTokenOutsideTheVocabulary", {}, {"data", "eod_token = 256"}, "valid: 0 to 255"},
     {"Gpt2DeckWithRopeTheta", {}, {"model", "rope_theta = 10000.0"}, "remove it"},
     {"KvHeadsDoNotDivideHeads",
      {{"model", "family = \"llama\""}},

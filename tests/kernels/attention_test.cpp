@@ -109,10 +109,11 @@ TEST(Attention, GroupedQueryHeadsReadTheirSharedKeyValueHead) {
     }
 }
 
-// Finite differences through q, k and v of the grouped-query case, with `kernel`.
-void expect_grouped_query_gradients(AttentionKernel kernel) {
+// Finite differences through q, k and v of the grouped-query case, with `kernel` (and documents).
+void expect_grouped_query_gradients(AttentionKernel kernel, DocumentMask documents = {}) {
   GqaCase a;
   a.shape.kernel = kernel;
+  a.shape.documents = documents;
   a.scratch = random_buffer(attention_scratch_floats(a.shape), 18);  // garbage: the kernel must overwrite it
   const FloatBuffer proj = random_buffer(B * T * out_ld, 14);
   auto objective = [&] {
@@ -199,6 +200,137 @@ TEST(TiledAttention, MatchesExplicitOnMultiHeadAttentionOverSeveralTiles) {
 }
 
 TEST(TiledAttention, BackwardMatchesFiniteDifferences) { expect_grouped_query_gradients(AttentionKernel::tiled); }
+
+// Packed documents (kernels/document_mask.hpp): the starts of each token's document, held on the
+// device and the host as the kernels read them.
+struct Documents {
+  std::vector<int> host;
+  IntBuffer device;
+  // Each sequence of T tokens cut before each position in `cuts[b]`.
+  Documents(int sequences, int length, const std::vector<std::vector<int>>& cuts) {
+    for (int b = 0; b < sequences; ++b)
+      for (int t = 0, start = 0; t < length; ++t) {
+        for (int cut : cuts[b]) start = t >= cut ? std::max(start, cut) : start;
+        host.push_back(start);
+      }
+    device = int_buffer(host);
+  }
+  DocumentMask mask() const { return {device.data(), host.data()}; }
+};
+
+// Each query sees only the keys of its own document, [start, t]: the grouped-query case against a
+// reference written here, sequence 0 cut into three documents, sequence 1 into two.
+TEST(Attention, DocumentMaskKeepsEachQueryInItsDocument) {
+  const Documents documents(B, T, {{2, 3}, {4}});
+  for (AttentionKernel kernel : {AttentionKernel::explicit_probabilities, AttentionKernel::tiled}) {
+    GqaCase a;
+    a.shape.kernel = kernel;
+    a.shape.documents = documents.mask();
+    a.forward();
+    const auto q = to_host(a.q), k = to_host(a.k), v = to_host(a.v), out = to_host(a.out);
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < kHeads; ++h)
+        for (int t = 0; t < T; ++t) {
+          const int start = documents.host[b * T + t], j = h / (kHeads / kKvHeads);
+          std::vector<double> p(t + 1, 0.0);
+          double max = -1e300, sum = 0.0;
+          for (int s = start; s <= t; ++s) {
+            for (int d = 0; d < kHeadDim; ++d)
+              p[s] += double(q[(b * T + t) * q_ld + h * kHeadDim + d]) * k[(b * T + s) * kv_ld + j * kHeadDim + d];
+            p[s] /= std::sqrt(double(kHeadDim));
+            max = std::max(max, p[s]);
+          }
+          for (int s = start; s <= t; ++s) sum += (p[s] = std::exp(p[s] - max));
+          for (int d = 0; d < kHeadDim; ++d) {
+            double o = 0.0;
+            for (int s = start; s <= t; ++s) o += p[s] / sum * v[(b * T + s) * kv_ld + j * kHeadDim + d];
+            EXPECT_NEAR(out[(b * T + t) * out_ld + h * kHeadDim + d], o, 1e-5)
+                << (kernel == AttentionKernel::tiled ? "tiled" : "explicit") << " b " << b << " h " << h << " t " << t;
+          }
+        }
+  }
+}
+
+TEST(Attention, DocumentMaskBackwardMatchesFiniteDifferences) {
+  const Documents documents(B, T, {{2, 3}, {4}});
+  expect_grouped_query_gradients(AttentionKernel::explicit_probabilities, documents.mask());
+  expect_grouped_query_gradients(AttentionKernel::tiled, documents.mask());
+}
+
+// Over several tiles, with documents that start on a key tile's edge (query tile 4 then skips key
+// tile 0, and key tile 0's last query tile is 3), a one-token document at the end, and rows whose
+// document starts past the first key tile their query tile sees (sequence 1's rows from 530 see
+// nothing of key tile 0): the tiled kernel equals the explicit one, output and gradients.
+TEST(TiledAttention, MatchesExplicitWithPackedDocumentsOverSeveralTiles) {
+  const int length = 600;
+  const Documents documents(2, length, {{130, 300, kAttentionKeyTile, 560}, {5, 530, length - 1}});
+  AttentionShape shape{2, length, 4, 2, 16, 4 * 16 + 3, 2 * 16 + 1, 4 * 16 + 5};
+  shape.documents = documents.mask();
+  expect_tiled_matches_explicit(shape);
+}
+
+// Context parallelism's arithmetic on one rank: a sequence cut into chunks, each chunk's queries
+// against every chunk of keys at or before it (chunk offsets) merged by their log-sum-exp, and the
+// gradients of each pair added up, equal attention over the whole sequence. Chunks of 600 positions
+// span several query and key tiles; with and without packed documents (one crossing chunk borders).
+void expect_chunk_pairs_match_whole_sequence(bool with_documents) {
+  constexpr int chunks = 3, L = 600, total = chunks * L, sequences = 2;
+  const int heads = 4, kv_heads = 2, hd = 16;
+  const long q_ld = heads * hd + 3, kv_ld = kv_heads * hd + 1, out_ld = heads * hd + 5;
+  const Documents documents(sequences, total, {{130, 700, 1250}, {5, 1199, 1200}});
+  AttentionShape whole{sequences, total, heads, kv_heads, hd, q_ld, kv_ld, out_ld};
+  if (with_documents) whole.documents = documents.mask();
+  const KernelRun reference = run_kernel(whole, AttentionKernel::tiled, 41);
+
+  GemmContext gemm;
+  const std::size_t q_floats = std::size_t{sequences} * total * q_ld, kv_floats = std::size_t{sequences} * total * kv_ld;
+  const std::size_t out_floats = std::size_t{sequences} * total * out_ld;
+  const FloatBuffer q = random_buffer(q_floats, 41), k = random_buffer(kv_floats, 42), v = random_buffer(kv_floats, 43),
+                    dout = random_buffer(out_floats, 44);
+  const FloatBuffer out{"out", out_floats}, part{"part", std::size_t{L} * out_ld};
+  const FloatBuffer dq{"dq", q_floats}, dk{"dk", kv_floats}, dv{"dv", kv_floats};
+  const FloatBuffer lse{"lse", std::size_t{sequences} * chunks * heads * L}, part_lse{"part_lse", std::size_t{heads} * L};
+  auto pair = [&](int b, int c, int key_chunk) {
+    AttentionShape shape{1, L, heads, kv_heads, hd, q_ld, kv_ld, out_ld};
+    shape.query_offset = c * L, shape.key_offset = key_chunk * L, shape.accumulate_grads = true;
+    if (with_documents) {
+      const long first = long{b} * total + long{c} * L;
+      shape.documents = {documents.device.data() + first, documents.host.data() + first};
+    }
+    return shape;
+  };
+  const FloatBuffer scratch{"scratch", attention_scratch_floats(pair(0, 0, 0))};
+  for (int b = 0; b < sequences; ++b)
+    for (int c = 0; c < chunks; ++c) {
+      const long q_row = long{b} * total + long{c} * L;
+      float* out_c = out.data() + q_row * out_ld;
+      float* lse_c = lse.data() + (long{b} * chunks + c) * heads * L;
+      for (int key_chunk = 0; key_chunk <= c; ++key_chunk) {
+        const long kv_row = long{b} * total + long{key_chunk} * L;
+        attention_forward(gemm, key_chunk == 0 ? out_c : part.data(), key_chunk == 0 ? lse_c : part_lse.data(),
+                          scratch.data(), q.data() + q_row * q_ld, k.data() + kv_row * kv_ld,
+                          v.data() + kv_row * kv_ld, pair(b, c, key_chunk));
+        if (key_chunk > 0) attention_merge(out_c, lse_c, part.data(), part_lse.data(), pair(b, c, key_chunk));
+      }
+      for (int key_chunk = 0; key_chunk <= c; ++key_chunk) {
+        const long kv_row = long{b} * total + long{key_chunk} * L;
+        attention_backward(gemm, dq.data() + q_row * q_ld, dk.data() + kv_row * kv_ld, dv.data() + kv_row * kv_ld,
+                           scratch.data(), dout.data() + q_row * out_ld, q.data() + q_row * q_ld,
+                           k.data() + kv_row * kv_ld, v.data() + kv_row * kv_ld, out_c, lse_c, pair(b, c, key_chunk));
+      }
+    }
+  const long q_width = long{heads} * hd, kv_width = long{kv_heads} * hd;
+  expect_equal_columns("out", to_host(out), reference.out, out_ld, q_width);
+  expect_equal_columns("dq", to_host(dq), reference.dq, q_ld, q_width);
+  expect_equal_columns("dk", to_host(dk), reference.dk, kv_ld, kv_width);
+  expect_equal_columns("dv", to_host(dv), reference.dv, kv_ld, kv_width);
+}
+
+TEST(TiledAttention, ChunkPairsMergedEqualTheWholeSequence) { expect_chunk_pairs_match_whole_sequence(false); }
+
+TEST(TiledAttention, ChunkPairsMergedEqualTheWholeSequenceWithDocuments) {
+  expect_chunk_pairs_match_whole_sequence(true);
+}
 
 // What the tiled kernel keeps is linear in T: one log-sum-exp per (sequence, head, position), and
 // its scratch does not grow with T² either: two [heads, query tile, key tile] tiles (128 × 512 on the

@@ -33,7 +33,7 @@ TEST(CounterInit, SameTensorIdenticalAcrossDifferentModels) {
   // And each element is the pure function of (seed, name, index) a shard would evaluate.
   const auto c_fc = tensor_values(a, "h.1.mlp.c_fc.weight");
   for (std::size_t i = 0; i < c_fc.size(); i += 97)
-    EXPECT_EQ(c_fc[i], init_std(tiny_config(), "h.1.mlp.c_fc.weight") * counter_normal(42, "h.1.mlp.c_fc.weight", i));
+    EXPECT_EQ(c_fc[i], init_std(tiny_config(), TensorInit::normal) * counter_normal(42, "h.1.mlp.c_fc.weight", i));
 }
 
 TEST(CounterInit, DifferentSeedsGiveDifferentWeights) {

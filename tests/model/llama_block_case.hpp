@@ -71,7 +71,7 @@ struct BlockCase {
 
   // Weights well away from 0 (norm weights near 1), so every path carries a visible gradient.
   BlockCase() {
-    LlamaBlock::add_parameters(params, cfg, 0);
+    for (const TensorSpec& tensor : layer_tensors(cfg, 0)) params.add(tensor);
     params.allocate();
     std::vector<float> values(params.total_size());
     std::uint64_t seed = 10;
@@ -82,8 +82,8 @@ struct BlockCase {
     }
     copy_to(params.values, values);
   }
-  LlamaBlock::Weights weights() const { return LlamaBlock::tensors(params.values, params, 0); }
-  LlamaBlock::Weights grads() const { return LlamaBlock::tensors(params.grads, params, 0); }
+  LlamaBlock::Weights weights() const { return LlamaBlock::tensors(params.values, params, "layers.0."); }
+  LlamaBlock::Weights grads() const { return LlamaBlock::tensors(params.grads, params, "layers.0."); }
   void forward() { LlamaBlock::forward(ctx, weights(), stash, input.data()); }
   FloatBuffer output() const {
     const std::size_t first = stash.residual3 - stash_floats.data();

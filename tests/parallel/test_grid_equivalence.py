@@ -37,6 +37,21 @@ def test_zero1_equals_plain_data_parallel(trident_run, tp, dp):
     assert_same_training(plain, grid_run(trident_run, tp, dp, "parallel.zero=1"), f"zero-1 tp={tp} dp={dp}")
 
 
+# A vocabulary of 16 puts about four end-of-document tokens in each sequence of 64.
+DOCUMENTS = ("model.vocab=16", "data.document_mask=true", "data.eod_token=3")
+
+
+def test_packed_documents_grid_equals_single_rank(trident_run):
+    """Packed documents (data.document_mask): attention stops at each end-of-document token and the
+    positions restart, the same training on tp 2 x dp 2 with sequence parallelism as on one rank,
+    and not the training without the mask."""
+    reference = grid_run(trident_run, 1, 1, *DOCUMENTS)
+    grid = grid_run(trident_run, 2, 2, *DOCUMENTS, "parallel.sequence_parallel=true")
+    assert_same_training(reference, grid, "documents tp=2 dp=2 sp")
+    unmasked = grid_run(trident_run, 1, 1, *DOCUMENTS[:1])
+    assert abs(unmasked[0]["loss"][0] - reference[0]["loss"][0]) > 1e-4 * reference[0]["loss"][0]
+
+
 def test_active_gradient_clipping_is_grid_independent(trident_run):
     reference = grid_run(trident_run, 1, 1, "train.grad_clip=0.05")
     assert np.all(reference[0]["grad_norm"] > 0.05), "the clip must be active for this test to mean anything"

@@ -48,13 +48,16 @@ GRIDS = [
     ("pp3 v-half", 1, 3, 1, ("schedule.kind=v-half", "schedule.virtual_stages=2", "schedule.microbatches=4"), ()),
     ("pp2 dualpipev", 1, 2, 1, ("schedule.kind=dualpipev", "schedule.virtual_stages=2", "schedule.microbatches=5"),
      ()),
+    # Packed documents: a vocabulary of 16 puts about two end-of-document tokens in each sequence.
+    ("tp2 pp2 zb-h1 documents", 2, 2, 1, ("schedule.kind=zb-h1", "schedule.microbatches=4"),
+     ("model.vocab=16", "data.document_mask=true", "data.eod_token=3")),
 ]
 
 
 @pytest.mark.parametrize("label,tp,pp,dp,schedule,extra", GRIDS, ids=[g[0] for g in GRIDS])
 def test_llama_grid_equals_single_rank(trident_run, label, tp, pp, dp, schedule, extra):
     m = int(next(o for o in schedule if o.startswith("schedule.microbatches=")).split("=")[1])
-    model_extra = tuple(o for o in extra if o.startswith("model."))
+    model_extra = tuple(o for o in extra if o.startswith(("model.", "data.")))
     one_rank = reference(trident_run, m * dp, *model_extra)
     grid = training(trident_run, f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}", *schedule, *extra,
                     ranks=tp * pp * dp)

@@ -24,6 +24,23 @@ void zero_floats(float* dst, std::size_t n) {
   declare_kernel_cost(KernelCost::of_floats(0.0, static_cast<double>(n)));
   Kokkos::parallel_for("zero_floats", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0f; });
 }
+void copy_columns(float* dst, long dst_ld, const float* src, long src_ld, long rows, int width) {
+  const long n = rows * width;
+  declare_kernel_cost(KernelCost::of_floats(static_cast<double>(n), static_cast<double>(n)));
+  Kokkos::parallel_for(
+      "copy_columns", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
+        const long row = i / width, column = i % width;
+        dst[row * dst_ld + column] = src[row * src_ld + column];
+      });
+}
+void zero_columns(float* dst, long dst_ld, long rows, int width) {
+  const long n = rows * width;
+  declare_kernel_cost(KernelCost::of_floats(0.0, static_cast<double>(n)));
+  Kokkos::parallel_for(
+      "zero_columns", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(long i) {
+        dst[(i / width) * dst_ld + i % width] = 0.0f;
+      });
+}
 void zero_doubles(double* dst, std::size_t n) {
   declare_kernel_cost({8.0 * n, 0.0});
   Kokkos::parallel_for("zero_doubles", Kokkos::RangePolicy<ExecSpace>(0, n), KOKKOS_LAMBDA(std::size_t i) { dst[i] = 0.0; });

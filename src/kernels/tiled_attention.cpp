@@ -44,7 +44,9 @@ int causal_key_end(const AttentionShape& s, int i) {
 }
 
 // The key tiles that query tile i sees: those starting before its last position.
-int key_tiles_seen_by(const AttentionShape& s, int i) { return tiles_over(causal_key_end(s, i), attention_key_tile(s)); }
+int key_tiles_seen_by(const AttentionShape& s, int i) {
+  return tiles_over(causal_key_end(s, i), attention_key_tile(s));
+}
 
 // The first query tile that sees key tile j: the first whose last row reaches the tile's start.
 int first_query_tile_seeing(const AttentionShape& s, int j) {
@@ -57,15 +59,18 @@ int host_start(const AttentionShape& s, int b, int t) {
 }
 
 // The first key tile that query tile i of sequence b sees: the one holding its first row's
-// document start (starts are positions of the whole sequence, keys start at key_offset).
+// document start (starts are positions of the whole sequence, keys start at key_offset). A query
+// tile of a chunk pair may see no key at all (its documents start after the keys): it then runs
+// its last key tile, every row masked, which gives its rows out 0 (finish_rows).
 int first_key_tile_seen_by(const AttentionShape& s, int b, int i) {
-  return std::max(0, host_start(s, b, i * attention_query_tile(s)) - s.key_offset) / attention_key_tile(s);
+  const int first = std::max(0, host_start(s, b, i * attention_query_tile(s)) - s.key_offset) / attention_key_tile(s);
+  return std::min(first, key_tiles_seen_by(s, i) - 1);
 }
 
 // The last query tile of sequence b that sees key tile j: the last whose first row's document
 // starts before the key tile ends.
 int last_query_tile_seeing(const AttentionShape& s, int b, int j) {
-  const int key_end = s.key_offset + (j + 1) * attention_key_tile(s);
+  const int key_end = s.key_offset + std::min((j + 1) * attention_key_tile(s), s.T);
   int i = query_tile_count(s) - 1;
   while (i > first_query_tile_seeing(s, j) && host_start(s, b, i * attention_query_tile(s)) >= key_end) --i;
   return i;
@@ -151,16 +156,21 @@ void online_softmax_step(const TilePair& pair, bool first, float* out, long out_
       });
 }
 
-// out rows /= l; lse = m + log l, for the group's heads × T rows.
+// out rows /= l; lse = m + log l, for the group's heads × T rows. A row that saw no key (a chunk
+// pair's query whose document starts after the keys) keeps out = 0 and lse = −FLT_MAX, which
+// attention_merge weighs as nothing.
 void finish_rows(float* out, long out_ld, int head_dim, int rows, int T, float* log_sum_exp, const float* running_sum) {
   const double output = static_cast<double>(rows) * head_dim;
   declare_kernel_cost(KernelCost::of_floats(output + 2.0 * rows, output + rows, output + 2.0 * rows));
   for_each_row(
       "tiled_attention_finish", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
-        const float inverse = 1.0f / running_sum[r];
+        const float sum = running_sum[r];
+        const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
         float* o = out + (r % T) * out_ld + static_cast<long>(r / T) * head_dim;
         row_for(team, 0, head_dim, [&](int d) { o[d] *= inverse; });
-        once_per_row(team, [&] { log_sum_exp[r] += math::log(running_sum[r]); });
+        once_per_row(team, [&] {
+          if (sum > 0.0f) log_sum_exp[r] += math::log(sum);
+        });
       });
 }
 
@@ -298,7 +308,8 @@ void attention_merge(float* out, float* log_sum_exp, const float* part, const fl
         const float largest = row_max(team, 1, [&](int) { return mine > theirs ? mine : theirs; });
         const float keep = math::fast_exp(mine - largest), add = math::fast_exp(theirs - largest);
         const float inverse = 1.0f / (keep + add);
-        row_for(team, 0, hd, [&](int d) { out[first + d] = (keep * out[first + d] + add * part[first + d]) * inverse; });
+        row_for(team, 0, hd,
+                [&](int d) { out[first + d] = (keep * out[first + d] + add * part[first + d]) * inverse; });
         once_per_row(team, [&] { log_sum_exp[r] = largest + math::log(keep + add); });
       });
 }

@@ -1,0 +1,125 @@
+#include "model/ring_attention.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "kernels/copy.hpp"
+
+namespace trident {
+
+namespace {
+
+enum Tag { kKeysTag = 0, kGradsTag = 1 };
+
+}  // namespace
+
+RingAttention::RingAttention(Comm& cp, const AttentionShape& local)
+    : cp_(cp), local_(local), L_(local.T / 2), kv_width_(local.kv_heads * local.head_dim) {
+  if (local.T % 2 != 0 || local.kernel != AttentionKernel::tiled)
+    throw std::invalid_argument("RingAttention: two chunks of equal length per rank, on the tiled kernel");
+  const std::size_t kv_floats = static_cast<std::size_t>(local.B) * local.T * 2 * kv_width_;
+  for (int i = 0; i < 2; ++i) {
+    kv_[i] = FloatBuffer("ring_kv", kv_floats);
+    dkv_[i] = FloatBuffer("ring_dkv", kv_floats);
+  }
+  part_ = FloatBuffer("ring_part", static_cast<std::size_t>(L_) * local.out_ld);
+  part_lse_ = FloatBuffer("ring_part_lse", static_cast<std::size_t>(local.heads) * L_);
+  scratch_ = FloatBuffer("ring_scratch", attention_scratch_floats(pair(0, 0, 0, false)));
+}
+
+std::size_t RingAttention::saved_floats() const { return static_cast<std::size_t>(local_.B) * local_.heads * local_.T; }
+
+int RingAttention::chunk_index(int rank, int local_chunk) const {
+  return local_chunk == 0 ? rank : 2 * cp_.size() - 1 - rank;
+}
+
+AttentionShape RingAttention::pair(int b, int query_chunk, int key_chunk, bool accumulate) const {
+  AttentionShape shape = local_;
+  shape.B = 1;
+  shape.T = L_;
+  shape.kv_ld = 2L * kv_width_;
+  shape.query_offset = chunk_index(cp_.rank(), query_chunk) * L_;
+  shape.key_offset = key_chunk * L_;
+  shape.accumulate_grads = accumulate;
+  if (local_.documents) {
+    const long first = row(b, query_chunk);
+    shape.documents = {local_.documents.starts + first, local_.documents.host_starts + first};
+  }
+  return shape;
+}
+
+void RingAttention::post_hop(const FloatBuffer& send, const FloatBuffer& recv, int tag, CommRequestPtr (&requests)[2]) {
+  const int next = (cp_.rank() + 1) % cp_.size(), previous = (cp_.rank() + cp_.size() - 1) % cp_.size();
+  requests[0] = cp_.recv_async(recv.data(), recv.extent(0), previous, tag);
+  requests[1] = cp_.send_async(send.data(), send.extent(0), next, tag);
+}
+
+void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, const float* q, const float* k,
+                            const float* v) {
+  const long rows = static_cast<long>(local_.B) * local_.T, kv_ld = 2L * kv_width_;
+  copy_columns(kv_[0].data(), kv_ld, k, local_.kv_ld, rows, kv_width_);
+  copy_columns(kv_[0].data() + kv_width_, kv_ld, v, local_.kv_ld, rows, kv_width_);
+  for (int step = 0; step < cp_.size(); ++step) {
+    const FloatBuffer &here = kv_[step % 2], &next = kv_[(step + 1) % 2];
+    CommRequestPtr hop[2];
+    if (step + 1 < cp_.size()) post_hop(here, next, kKeysTag, hop);
+    const int owner = (cp_.rank() - step + cp_.size()) % cp_.size();
+    for (int b = 0; b < local_.B; ++b)
+      for (int query = 0; query < 2; ++query)
+        for (int key = 0; key < 2; ++key) {
+          const int key_chunk = chunk_index(owner, key);
+          if (key_chunk > chunk_index(cp_.rank(), query)) continue;  // in the query chunk's future
+          const AttentionShape shape = pair(b, query, key_chunk, false);
+          float* out_chunk = out + row(b, query) * local_.out_ld;
+          float* lse_chunk = log_sum_exp + row(b, query) * local_.heads;
+          const float* kv = here.data() + row(b, key) * kv_ld;
+          // Step 0's first key chunk (the rank's own chunk r) is at or before both query chunks
+          // (a row of a document that starts after it gets out 0 and a log-sum-exp that merges as nothing).
+          const bool first = step == 0 && key == 0;
+          attention_forward(gemm, first ? out_chunk : part_.data(), first ? lse_chunk : part_lse_.data(),
+                            scratch_.data(), q + row(b, query) * local_.q_ld, kv, kv + kv_width_, shape);
+          if (!first) attention_merge(out_chunk, lse_chunk, part_.data(), part_lse_.data(), shape);
+        }
+    for (CommRequestPtr& request : hop)
+      if (request) request->wait();
+  }
+}
+
+void RingAttention::backward(GemmContext& gemm, float* dq, float* dk, float* dv, const float* dout, const float* q,
+                             const float* k, const float* v, const float* out, const float* log_sum_exp) {
+  const long rows = static_cast<long>(local_.B) * local_.T, kv_ld = 2L * kv_width_;
+  copy_columns(kv_[0].data(), kv_ld, k, local_.kv_ld, rows, kv_width_);
+  copy_columns(kv_[0].data() + kv_width_, kv_ld, v, local_.kv_ld, rows, kv_width_);
+  zero_floats(dkv_[0].data(), dkv_[0].extent(0));
+  zero_columns(dq, local_.q_ld, rows, local_.heads * local_.head_dim);
+  for (int step = 0; step < cp_.size(); ++step) {
+    const FloatBuffer &here = kv_[step % 2], &next = kv_[(step + 1) % 2];
+    const FloatBuffer &grads = dkv_[step % 2], &next_grads = dkv_[(step + 1) % 2];
+    CommRequestPtr keys_hop[2], grads_hop[2];
+    if (step + 1 < cp_.size()) post_hop(here, next, kKeysTag, keys_hop);
+    const int owner = (cp_.rank() - step + cp_.size()) % cp_.size();
+    for (int b = 0; b < local_.B; ++b)
+      for (int query = 0; query < 2; ++query)
+        for (int key = 0; key < 2; ++key) {
+          const int key_chunk = chunk_index(owner, key);
+          if (key_chunk > chunk_index(cp_.rank(), query)) continue;
+          const float* kv = here.data() + row(b, key) * kv_ld;
+          float* dkv = grads.data() + row(b, key) * kv_ld;
+          attention_backward(gemm, dq + row(b, query) * local_.q_ld, dkv, dkv + kv_width_, scratch_.data(),
+                             dout + row(b, query) * local_.out_ld, q + row(b, query) * local_.q_ld, kv, kv + kv_width_,
+                             out + row(b, query) * local_.out_ld, log_sum_exp + row(b, query) * local_.heads,
+                             pair(b, query, key_chunk, true));
+        }
+    // The gradients go on with their keys; after the last hop each rank holds its own.
+    if (cp_.size() > 1) post_hop(grads, next_grads, kGradsTag, grads_hop);
+    for (CommRequestPtr* hop : {keys_hop, grads_hop})
+      for (int i = 0; i < 2; ++i)
+        if (hop[i]) hop[i]->wait();
+  }
+  const FloatBuffer& own = dkv_[cp_.size() > 1 ? cp_.size() % 2 : 0];
+  copy_columns(dk, local_.kv_ld, own.data(), kv_ld, rows, kv_width_);
+  copy_columns(dv, local_.kv_ld, own.data() + kv_width_, kv_ld, rows, kv_width_);
+}
+
+}  // namespace trident

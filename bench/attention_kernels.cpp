@@ -2,8 +2,10 @@
 // tiled and the explicit kernel, GPT-2 124M's heads (12 × 64) at T = 256 (B = 4) and T = 1024
 // (B = 1) by default, the medians of --repeats timings, and the ratio explicit / tiled measured in
 // the same run. Threads: the BLAS's own (OPENBLAS_NUM_THREADS); the row kernels run on one.
+// With --documents N the tiled kernel also runs with packed documents of N positions each
+// (data.document_mask), and the ratio whole sequence / documents says what the skipped tiles save.
 //
-//   build/cpu/bench/attention_kernels [--repeats N] [--shape B,T,heads,kv_heads,head_dim ...]
+//   build/cpu/bench/attention_kernels [--repeats N] [--documents N] [--shape B,T,heads,kv_heads,head_dim ...]
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <chrono>
@@ -79,20 +81,42 @@ AttentionShape parse_shape(const char* text) {
   return {B, T, heads, kv_heads, head_dim, q_ld, kv_ld, q_ld, AttentionKernel::tiled};
 }
 
+// Every sequence cut into documents of `length` positions: each token's document start.
+std::vector<int> document_starts(const AttentionShape& shape, int length) {
+  std::vector<int> starts(std::size_t(shape.B) * shape.T);
+  for (std::size_t i = 0; i < starts.size(); ++i) starts[i] = int(i % shape.T) / length * length;
+  return starts;
+}
+
+void print_documents(const AttentionShape& shape, int length, int repeats, const Timing& whole) {
+  const std::vector<int> starts = document_starts(shape, length);
+  trident::IntBuffer device("starts", starts.size());
+  Kokkos::deep_copy(device, Kokkos::View<const int*, Kokkos::HostSpace>(starts.data(), starts.size()));
+  AttentionShape masked = shape;
+  masked.documents = {device.data(), starts.data()};
+  const Timing documents = time_kernel(masked, AttentionKernel::tiled, repeats);
+  std::printf("%-22s %9.2f ms %9.2f ms   documents of %d: whole sequence / documents %.2f\n", "", documents.forward_ms,
+              documents.backward_ms, length,
+              (whole.forward_ms + whole.backward_ms) / (documents.forward_ms + documents.backward_ms));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   trident::choose_blas_core_or_restart(argv);
   Kokkos::ScopeGuard kokkos(argc, argv);
-  int repeats = 5;
+  int repeats = 5, document_length = 0;
   std::vector<AttentionShape> shapes;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) {
       repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--documents") && i + 1 < argc) {
+      document_length = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
       shapes.push_back(parse_shape(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: attention_kernels [--repeats N] [--shape B,T,heads,kv_heads,head_dim ...]\n");
+      std::fprintf(stderr,
+                   "usage: attention_kernels [--repeats N] [--documents N] [--shape B,T,heads,kv_heads,head_dim ...]\n");
       return 2;
     }
   }
@@ -111,5 +135,6 @@ int main(int argc, char** argv) {
     std::printf("%-22s %9.2f ms %9.2f ms %9.2f ms %9.2f ms %10.3f\n", name.c_str(), tiled.forward_ms, tiled.backward_ms,
                 explicit_.forward_ms, explicit_.backward_ms,
                 (explicit_.forward_ms + explicit_.backward_ms) / (tiled.forward_ms + tiled.backward_ms));
+    if (document_length > 0) print_documents(shape, document_length, repeats, tiled);
   }
 }

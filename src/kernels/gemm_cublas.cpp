@@ -148,7 +148,7 @@ BlasInfo blas_info() {
   return {"cuBLAS " + std::to_string(version) + "." + std::to_string(minor) + "." + std::to_string(patch),
           std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
               std::to_string(properties.minor) + ", device " + std::to_string(device) + ")",
-          1};
+          1, ""};
 }
 
 }  // namespace trident

@@ -113,7 +113,7 @@ std::vector<int> layer_counts(const std::vector<StageLayers>& stages) {
 
 std::string layer_counts_text(const std::vector<StageLayers>& stages) {
   std::string text;
-  for (const StageLayers& stage : stages) text += (text.empty() ? "" : "|") + str(stage.num_layers);
+  for (const StageLayers& stage : stages) text.append(text.empty() ? "" : "|").append(str(stage.num_layers));
   return text;
 }
 

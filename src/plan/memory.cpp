@@ -101,16 +101,48 @@ const Schedule& planned_schedule(const Deck& deck) {
   return found->second;
 }
 
-// The most bytes of output gradients rank `rank` keeps between an I and its W, `kept[chunk]` a
-// micro-batch's on each of its chunks.
-std::int64_t kept_grads_peak(const Schedule& schedule, int rank, const std::vector<std::int64_t>& kept) {
+// What one micro-batch leaves on each of a rank's chunks, for the walks below.
+struct ChunkBytes {
+  std::int64_t stash = 0;   // the whole stash, from F (or, recomputing, from I) until W
+  std::int64_t inputs = 0;  // full recomputation: the chunk's inputs, from F until I
+  std::int64_t kept = 0;    // output gradients from I until W
+};
+
+// The most bytes of output gradients rank `rank` keeps between an I and its W.
+std::int64_t kept_grads_peak(const Schedule& schedule, int rank, const std::vector<ChunkBytes>& chunks) {
   std::int64_t now = 0, peak = 0;
   for (const Action& action : schedule.actions[rank]) {
-    if (action.kind == ActionKind::input_grad) now += kept[action.chunk];
-    if (action.kind == ActionKind::weight_grad) now -= kept[action.chunk];
+    if (action.kind == ActionKind::input_grad) now += chunks[action.chunk].kept;
+    if (action.kind == ActionKind::weight_grad) now -= chunks[action.chunk].kept;
     peak = std::max(peak, now);
   }
   return peak;
+}
+
+// The most bytes of activations rank `rank` holds at once on a schedule that splits B.
+std::int64_t walked_peak(const Schedule& schedule, int rank, const std::vector<ChunkBytes>& chunks, bool recompute) {
+  std::int64_t now = 0, peak = 0;
+  for (const Action& action : schedule.actions[rank]) {
+    const ChunkBytes& chunk = chunks[action.chunk];
+    switch (action.kind) {
+      case ActionKind::forward: now += recompute ? chunk.inputs : chunk.stash; break;
+      case ActionKind::input_grad: now += chunk.kept + (recompute ? chunk.stash - chunk.inputs : 0); break;
+      case ActionKind::weight_grad: now -= chunk.kept + chunk.stash; break;
+      case ActionKind::backward: now -= recompute ? chunk.inputs : chunk.stash; break;
+    }
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+// Schedules that split B: the kept gradients' peak, and the walked peak of everything.
+void walk_split_backward(const Deck& deck, int rank, const std::vector<ChunkBytes>& chunks, RankMemory& memory) {
+  const Schedule& schedule = planned_schedule(deck);
+  if (!schedule.splits_backward() || schedule.chunks != static_cast<int>(chunks.size())) return;
+  const bool recompute = deck.schedule.recompute == Recompute::full;
+  memory.kept_grad_bytes = kept_grads_peak(schedule, rank, chunks);
+  memory.walked_peak_bytes = walked_peak(schedule, rank, chunks, recompute);
+  if (recompute) memory.recompute_bytes = 0;  // the walk holds the rebuilt stashes
 }
 
 }  // namespace
@@ -132,7 +164,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
                              deck.model.seq_len;
   const ChunkPlacement placement = chunk_placement(deck.schedule);
   const int chunks = static_cast<int>(stages.size()) / pp;
-  std::vector<std::int64_t> kept(chunks);
+  std::vector<ChunkBytes> walk(chunks);
   bool holds_embedding = false;
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int stage = placed_virtual_stage(placement, pp, chunks, rank, chunk);
@@ -141,7 +173,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     // A tied head on the rank that holds the embedding (a V) uses the same wte.
     const bool shared_wte = stage == last && last > 0 && holds_embedding && deck.model.tie_embeddings;
     holds_embedding |= first;
-    kept[chunk] = 4 * kept_grad_floats_per_microbatch(deck.model, mbs, layers.num_layers, tp);
+    walk[chunk].kept = 4 * kept_grad_floats_per_microbatch(deck.model, mbs, layers.num_layers, tp);
     const StageParams params = stage_params(deck.model, layers, first, stage == last, tp);
     memory.weight_bytes += 4 * (params.total() - (shared_wte ? params.head : 0));
     const std::int64_t stash =
@@ -149,12 +181,10 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
                                              stage == last, tp,
                                              {!selective, deck.parallel.sequence_parallel,
                                               deck.train.precision == MatmulPrecision::bf16});
-    if (recompute) {
-      memory.activation_bytes_per_microbatch += 4 * recompute_floats_per_microbatch(deck.model, mbs, first, stage == last);
-      memory.recompute_bytes = std::max(memory.recompute_bytes, stash);
-    } else {
-      memory.activation_bytes_per_microbatch += stash;
-    }
+    walk[chunk].stash = stash;
+    walk[chunk].inputs = 4 * recompute_floats_per_microbatch(deck.model, mbs, first, stage == last);
+    memory.activation_bytes_per_microbatch += recompute ? walk[chunk].inputs : stash;
+    if (recompute) memory.recompute_bytes = std::max(memory.recompute_bytes, stash);
   }
   memory.grad_bytes = memory.weight_bytes;
   memory.optimizer_bytes = 2 * memory.weight_bytes;
@@ -166,8 +196,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     memory.zero1_bytes = 4 * static_cast<std::int64_t>(zero1_gradient_floats(buckets, deck.parallel.dp));
   }
   memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, rank, pp);
-  const Schedule& schedule = planned_schedule(deck);
-  if (schedule.splits_backward() && schedule.chunks == chunks) memory.kept_grad_bytes = kept_grads_peak(schedule, rank, kept);
+  walk_split_backward(deck, rank, walk, memory);
   return memory;
 }
 

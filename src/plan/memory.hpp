@@ -79,7 +79,14 @@ struct RankMemory {
   // Schedules that split B into I and W: the most bytes of output gradients the rank keeps from I
   // until W at once, walking its action list (kept_grad_floats_per_microbatch per chunk). 0 otherwise.
   std::int64_t kept_grad_bytes = 0;
+  // Schedules that split B: the most bytes of stash and kept output gradients the rank holds at
+  // once, walking its action list (a chunk's stash from its F until its W, its output gradients from
+  // I until W; under full recomputation its inputs from F until I, then the rebuilt stash until W,
+  // which recompute_bytes then leaves out). Exact where the in-flight count and kept_grad_bytes, each
+  // at its own peak, add up to a bound. 0 otherwise.
+  std::int64_t walked_peak_bytes = 0;
   std::int64_t activation_bytes() const {
+    if (walked_peak_bytes > 0) return walked_peak_bytes + recompute_bytes;
     return static_cast<std::int64_t>(in_flight_microbatches * static_cast<double>(activation_bytes_per_microbatch)) +
            recompute_bytes + kept_grad_bytes;
   }

@@ -56,13 +56,16 @@ struct Candidate {
   Schedule schedule;
 };
 
-// rank 0's activation memory in MiB when it holds `peak_chunks` chunks of micro-batches at once.
+// rank 0's activation memory in MiB when it holds `peak_chunks` chunks of micro-batches at once
+// (a schedule that splits B: its action list walked, RankMemory::walked_peak_bytes).
 double rank0_activation_mib(const Deck& deck, const Schedule& schedule, int peak_chunks) {
   const Deck planned = with_schedule(deck, schedule.kind, schedule.chunks);
   const auto stages = partition_layers(planned.model, planned.parallel, schedule.chunks);
   const RankMemory memory = rank_memory(planned, stages, 0);
-  const double bytes = static_cast<double>(memory.activation_bytes_per_microbatch) * peak_chunks / schedule.chunks +
-                       static_cast<double>(memory.recompute_bytes + memory.kept_grad_bytes);
+  const double bytes = memory.walked_peak_bytes > 0
+                           ? static_cast<double>(memory.activation_bytes())
+                           : static_cast<double>(memory.activation_bytes_per_microbatch) * peak_chunks / schedule.chunks +
+                                 static_cast<double>(memory.recompute_bytes);
   return bytes / (1024.0 * 1024.0);
 }
 

@@ -55,32 +55,42 @@ void RingAttention::post_hop(const FloatBuffer& send, const FloatBuffer& recv, i
   requests[1] = cp_.send_async(send.data(), send.extent(0), next, tag);
 }
 
-void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, const float* q, const float* k,
-                            const float* v) {
+void RingAttention::pack_keys(const float* k, const float* v) {
   const long rows = static_cast<long>(local_.B) * local_.T, kv_ld = 2L * kv_width_;
   copy_columns(kv_[0].data(), kv_ld, k, local_.kv_ld, rows, kv_width_);
   copy_columns(kv_[0].data() + kv_width_, kv_ld, v, local_.kv_ld, rows, kv_width_);
+}
+
+template <class Pair>
+void RingAttention::for_each_visible_pair(int step, const Pair& run) const {
+  const int owner = (cp_.rank() - step + cp_.size()) % cp_.size();  // of the keys in hand
+  for (int b = 0; b < local_.B; ++b)
+    for (int query = 0; query < 2; ++query)
+      for (int key = 0; key < 2; ++key) {
+        const int key_chunk = chunk_index(owner, key);
+        if (key_chunk <= chunk_index(cp_.rank(), query)) run(b, query, key, key_chunk);  // else in its future
+      }
+}
+
+void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, const float* q, const float* k,
+                            const float* v) {
+  pack_keys(k, v);
   for (int step = 0; step < cp_.size(); ++step) {
     const FloatBuffer &here = kv_[step % 2], &next = kv_[(step + 1) % 2];
     CommRequestPtr hop[2];
     if (step + 1 < cp_.size()) post_hop(here, next, kKeysTag, hop);
-    const int owner = (cp_.rank() - step + cp_.size()) % cp_.size();
-    for (int b = 0; b < local_.B; ++b)
-      for (int query = 0; query < 2; ++query)
-        for (int key = 0; key < 2; ++key) {
-          const int key_chunk = chunk_index(owner, key);
-          if (key_chunk > chunk_index(cp_.rank(), query)) continue;  // in the query chunk's future
-          const AttentionShape shape = pair(b, query, key_chunk, false);
-          float* out_chunk = out + row(b, query) * local_.out_ld;
-          float* lse_chunk = log_sum_exp + row(b, query) * local_.heads;
-          const float* kv = here.data() + row(b, key) * kv_ld;
-          // Step 0's first key chunk (the rank's own chunk r) is at or before both query chunks
-          // (a row of a document that starts after it gets out 0 and a log-sum-exp that merges as nothing).
-          const bool first = step == 0 && key == 0;
-          attention_forward(gemm, first ? out_chunk : part_.data(), first ? lse_chunk : part_lse_.data(),
-                            scratch_.data(), q + row(b, query) * local_.q_ld, kv, kv + kv_width_, shape);
-          if (!first) attention_merge(out_chunk, lse_chunk, part_.data(), part_lse_.data(), shape);
-        }
+    for_each_visible_pair(step, [&](int b, int query, int key, int key_chunk) {
+      const AttentionShape shape = pair(b, query, key_chunk, false);
+      float* out_chunk = out + row(b, query) * local_.out_ld;
+      float* lse_chunk = log_sum_exp + row(b, query) * local_.heads;
+      const float* kv = here.data() + row(b, key) * 2L * kv_width_;
+      // Step 0's first key chunk (the rank's own chunk r) is at or before both query chunks (a row
+      // of a document that starts after it gets out 0 and a log-sum-exp that merges as nothing).
+      const bool first = step == 0 && key == 0;
+      attention_forward(gemm, first ? out_chunk : part_.data(), first ? lse_chunk : part_lse_.data(),
+                        scratch_.data(), q + row(b, query) * local_.q_ld, kv, kv + kv_width_, shape);
+      if (!first) attention_merge(out_chunk, lse_chunk, part_.data(), part_lse_.data(), shape);
+    });
     for (CommRequestPtr& request : hop)
       if (request) request->wait();
   }
@@ -89,8 +99,7 @@ void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, c
 void RingAttention::backward(GemmContext& gemm, float* dq, float* dk, float* dv, const float* dout, const float* q,
                              const float* k, const float* v, const float* out, const float* log_sum_exp) {
   const long rows = static_cast<long>(local_.B) * local_.T, kv_ld = 2L * kv_width_;
-  copy_columns(kv_[0].data(), kv_ld, k, local_.kv_ld, rows, kv_width_);
-  copy_columns(kv_[0].data() + kv_width_, kv_ld, v, local_.kv_ld, rows, kv_width_);
+  pack_keys(k, v);
   zero_floats(dkv_[0].data(), dkv_[0].extent(0));
   zero_columns(dq, local_.q_ld, rows, local_.heads * local_.head_dim);
   for (int step = 0; step < cp_.size(); ++step) {
@@ -98,19 +107,14 @@ void RingAttention::backward(GemmContext& gemm, float* dq, float* dk, float* dv,
     const FloatBuffer &grads = dkv_[step % 2], &next_grads = dkv_[(step + 1) % 2];
     CommRequestPtr keys_hop[2], grads_hop[2];
     if (step + 1 < cp_.size()) post_hop(here, next, kKeysTag, keys_hop);
-    const int owner = (cp_.rank() - step + cp_.size()) % cp_.size();
-    for (int b = 0; b < local_.B; ++b)
-      for (int query = 0; query < 2; ++query)
-        for (int key = 0; key < 2; ++key) {
-          const int key_chunk = chunk_index(owner, key);
-          if (key_chunk > chunk_index(cp_.rank(), query)) continue;
-          const float* kv = here.data() + row(b, key) * kv_ld;
-          float* dkv = grads.data() + row(b, key) * kv_ld;
-          attention_backward(gemm, dq + row(b, query) * local_.q_ld, dkv, dkv + kv_width_, scratch_.data(),
-                             dout + row(b, query) * local_.out_ld, q + row(b, query) * local_.q_ld, kv, kv + kv_width_,
-                             out + row(b, query) * local_.out_ld, log_sum_exp + row(b, query) * local_.heads,
-                             pair(b, query, key_chunk, true));
-        }
+    for_each_visible_pair(step, [&](int b, int query, int key, int key_chunk) {
+      const float* kv = here.data() + row(b, key) * kv_ld;
+      float* dkv = grads.data() + row(b, key) * kv_ld;
+      attention_backward(gemm, dq + row(b, query) * local_.q_ld, dkv, dkv + kv_width_, scratch_.data(),
+                         dout + row(b, query) * local_.out_ld, q + row(b, query) * local_.q_ld, kv, kv + kv_width_,
+                         out + row(b, query) * local_.out_ld, log_sum_exp + row(b, query) * local_.heads,
+                         pair(b, query, key_chunk, true));
+    });
     // The gradients go on with their keys; after the last hop each rank holds its own.
     if (cp_.size() > 1) post_hop(grads, next_grads, kGradsTag, grads_hop);
     for (CommRequestPtr* hop : {keys_hop, grads_hop})

@@ -40,6 +40,12 @@ class RingAttention {
   // (an index in the whole sequence).
   AttentionShape pair(int b, int query_chunk, int key_chunk, bool accumulate) const;
   long row(int b, int local_chunk) const { return (2L * b + local_chunk) * L_; }  // first local row
+  // k | v of the local rows into the first of the travelling buffers.
+  void pack_keys(const float* k, const float* v);
+  // run(b, local query chunk, local key chunk, key chunk's index in the sequence) for every pair of
+  // step `step` whose keys are at or before its queries.
+  template <class Pair>
+  void for_each_visible_pair(int step, const Pair& run) const;
   // Posts the hop of `send` to the next rank and of the previous rank's into `recv`.
   void post_hop(const FloatBuffer& send, const FloatBuffer& recv, int tag, CommRequestPtr (&requests)[2]);
 

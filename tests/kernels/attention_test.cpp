@@ -167,19 +167,6 @@ KernelRun run_kernel(AttentionShape shape, AttentionKernel kernel, std::uint64_t
   return {to_host(out), to_host(dq), to_host(dk), to_host(dv)};
 }
 
-// Only the columns the heads occupy in each row of `ld` floats; padding is left as it was.
-void expect_equal_columns(const char* what, const std::vector<float>& tiled, const std::vector<float>& reference,
-                          long ld, long width) {
-  double scale = 0.0;
-  for (float x : reference) scale = std::max(scale, std::abs(double(x)));
-  int reported = 0;
-  for (std::size_t i = 0; i < reference.size(); ++i) {
-    if (static_cast<long>(i % ld) >= width) continue;
-    if (!(std::abs(double(tiled[i]) - reference[i]) <= 1e-5 * std::max(1.0, scale)) && ++reported <= 5)  // NaN fails
-      ADD_FAILURE() << what << "[" << i << "]: tiled " << tiled[i] << ", explicit " << reference[i];
-  }
-}
-
 void expect_tiled_matches_explicit(const AttentionShape& shape) {
   const KernelRun tiled = run_kernel(shape, AttentionKernel::tiled, 21);
   const KernelRun reference = run_kernel(shape, AttentionKernel::explicit_probabilities, 21);

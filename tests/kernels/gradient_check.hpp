@@ -119,4 +119,18 @@ inline void expect_gradient(const std::string& what, const FloatBuffer& param, c
   EXPECT_LT(std::sqrt(error_sq / norm_sq), tol.rtol) << what << ": relative error of the whole gradient";
 }
 
+// `got` equals `want` within 1e-5 of the values' scale (NaN never does), in the `width` columns of
+// each row of `ld` floats (the padding after them is not compared); the first five misses named.
+inline void expect_equal_columns(const char* what, const std::vector<float>& got, const std::vector<float>& want,
+                                 long ld, long width) {
+  double scale = 0.0;
+  for (float x : want) scale = std::max(scale, std::abs(double(x)));
+  int reported = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (static_cast<long>(i % ld) >= width) continue;
+    if (!(std::abs(double(got[i]) - want[i]) <= 1e-5 * std::max(1.0, scale)) && ++reported <= 5)
+      ADD_FAILURE() << what << "[" << i << "] (row " << i / ld << "): " << got[i] << ", expected " << want[i];
+  }
+}
+
 }  // namespace trident::testing

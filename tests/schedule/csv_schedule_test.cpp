@@ -27,7 +27,9 @@ TEST(CsvSchedule, EveryKindReadsBackAsWritten) {
           EXPECT_EQ(read.stages, p) << what;
           EXPECT_EQ(read.chunks, v) << what;
           // One rank holds every stage in either placement: the same table, and the file says no more.
-          if (p > 1) EXPECT_EQ(read.placement, written.placement) << what;
+          if (p > 1) {
+            EXPECT_EQ(read.placement, written.placement) << what;
+          }
           EXPECT_EQ(read.virtual_stage, written.virtual_stage) << what;
           EXPECT_EQ(read.actions, written.actions) << what;
         }

@@ -1,10 +1,9 @@
 #include "model/ring_attention.hpp"
 
 #include <stdexcept>
-#include <string>
-#include <utility>
 
 #include "kernels/copy.hpp"
+#include "kernels/profile.hpp"
 
 namespace trident {
 
@@ -50,6 +49,8 @@ AttentionShape RingAttention::pair(int b, int query_chunk, int key_chunk, bool a
 }
 
 void RingAttention::post_hop(const FloatBuffer& send, const FloatBuffer& recv, int tag, CommRequestPtr (&requests)[2]) {
+  // Over MPI the send reads the buffer when posted: the kernels that wrote it must have run.
+  if (!cp_.ordered_on_device()) wait_for_device("ring attention hop");
   const int next = (cp_.rank() + 1) % cp_.size(), previous = (cp_.rank() + cp_.size() - 1) % cp_.size();
   requests[0] = cp_.recv_async(recv.data(), recv.extent(0), previous, tag);
   requests[1] = cp_.send_async(send.data(), send.extent(0), next, tag);

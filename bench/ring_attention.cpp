@@ -91,9 +91,9 @@ double ring_ms(trident::Comm& cp, AttentionShape local, int repeats) {
       dk("dk", rows * local.kv_ld), dv("dv", rows * local.kv_ld);
   trident::GemmContext gemm;
   return time_ms(repeats, [&] {
-    ring.forward(gemm, out.data(), saved.data(), q.data(), k.data(), v.data());
+    ring.forward(gemm, out.data(), saved.data(), q.data(), k.data(), v.data(), local);
     ring.backward(gemm, dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), out.data(),
-                  saved.data());
+                  saved.data(), local);
   });
 }
 

@@ -121,7 +121,8 @@ def verify(path, quiet=False, out=print):
                             f"a checkpoint is <checkpoint.dir>/step_XXXXXXXX.h5)")
         grid = str(attrs.get("grid", "?"))
         parts = grid.split("x")
-        grid_text = f"tp{parts[0]} x pp{parts[1]} x dp{parts[2]}" if len(parts) == 3 else grid
+        axes = {3: ("tp", "pp", "dp"), 4: ("tp", "cp", "pp", "dp")}.get(len(parts))
+        grid_text = " x ".join(f"{axis}{size}" for axis, size in zip(axes, parts)) if axes else grid
         out(f"{path}")
         out(f"  step {attrs['step']}, written by grid {grid_text}, format version {attrs.get('format_version', '?')}"
             f", seed {attrs.get('seed', '?')}, data position {attrs.get('data_position', '?')} sequences")

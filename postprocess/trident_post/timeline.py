@@ -162,12 +162,13 @@ class Timeline:
     tp = property(lambda self: int(self.attrs["tp"]))
     pp = property(lambda self: int(self.attrs["pp"]))
     dp = property(lambda self: int(self.attrs["dp"]))
+    cp = property(lambda self: int(self.attrs.get("cp", 1)))  # runs before context parallelism lack it
     p = property(lambda self: int(self.attrs["p"]))
     m = property(lambda self: int(self.attrs["m"]))
 
     @property
     def world_size(self):
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def v(self):
@@ -191,7 +192,8 @@ class Timeline:
         return textbook_bubble(self.p, self.m)
 
     def grid_text(self):
-        return f"tp{self.tp} x pp{self.pp} x dp{self.dp}"
+        cp = f" x cp{self.cp}" if self.cp > 1 else ""
+        return f"tp{self.tp}{cp} x pp{self.pp} x dp{self.dp}"
 
     def describe(self):
         text = (f"{self.name}: schedule {self.schedule}, p {self.p}, m {self.m}"
@@ -241,14 +243,15 @@ class Timeline:
         return {name: column[rows] for name, column in self.events.items()}
 
     def rank_coords(self):
-        """{rank: (tp, pp, dp)} for every rank with events; the rest from the default order tp-dp-pp."""
+        """{rank: (tp, pp, dp)} for every rank with events; the rest from the default order tp-cp-dp-pp."""
         coords = {}
         ev = self.events
         for r, t, p, d in zip(ev["rank"], ev["tp"], ev["pp"], ev["dp"]):
             coords.setdefault(int(r), (int(t), int(p), int(d)))
         for r in range(self.world_size):
             if r not in coords:
-                coords[r] = (r % self.tp, r // (self.tp * self.dp), (r // self.tp) % self.dp)
+                replica = self.tp * self.cp
+                coords[r] = (r % self.tp, r // (replica * self.dp), (r // replica) % self.dp)
         return coords
 
 

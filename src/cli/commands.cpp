@@ -17,6 +17,7 @@
 #include "common/watchdog.hpp"
 #include "deck/deck.hpp"
 #include "kernels/blas_core.hpp"
+#include "plan/layout.hpp"
 #include "plan/report.hpp"
 #include "predict/machine.hpp"
 #include "predict/report.hpp"
@@ -146,8 +147,7 @@ int check_command(const CliArgs& args) {
     const ParallelConfig& grid = deck.parallel;
     std::cout << deck.path << ": ok (" << deck.model.layers << " layers, d_model " << deck.model.d_model
               << ", schedule " << schedule_summary(deck, schedule) << ")\n"
-              << "ranks: " << grid.world_size() << " (tp " << grid.tp << " x pp " << grid.pp << " x dp "
-              << grid.dp << ")\n"
+              << "ranks: " << grid.world_size() << " (" << describe_grid(grid) << ")\n"
               << "output: " << deck.output.dir << "\n";
     return kExitOk;
   });

@@ -4,7 +4,10 @@
 // Modules compare enums, never strings.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
+#include <string_view>
 
 #include "common/choice.hpp"
 #include "family/model_config.hpp"
@@ -40,18 +43,55 @@ constexpr bool matches_in_order(P2pMatching matching) {
   return matching == P2pMatching::ordered || matching == P2pMatching::nccl;
 }
 
-// parallel.order: the three grid axes, fastest-varying first in the world rank.
-enum class Axis { tp, pp, dp };
-inline constexpr std::array<Choice<Axis>, 3> kAxes{{{Axis::tp, "tp"}, {Axis::pp, "pp"}, {Axis::dp, "dp"}}};
+// The grid's four axes: tensor, context, pipeline and data parallelism.
+enum class Axis { tp, cp, pp, dp };
+inline constexpr std::array<Choice<Axis>, 4> kAxes{
+    {{Axis::tp, "tp"}, {Axis::cp, "cp"}, {Axis::pp, "pp"}, {Axis::dp, "dp"}}};
 constexpr const auto& choices(Axis) { return kAxes; }
 
-using AxisOrder = std::array<Axis, 3>;
-inline constexpr std::array<Choice<AxisOrder>, 6> kAxisOrders{{{{Axis::tp, Axis::dp, Axis::pp}, "tp-dp-pp"},
-                                                               {{Axis::tp, Axis::pp, Axis::dp}, "tp-pp-dp"},
-                                                               {{Axis::dp, Axis::tp, Axis::pp}, "dp-tp-pp"},
-                                                               {{Axis::dp, Axis::pp, Axis::tp}, "dp-pp-tp"},
-                                                               {{Axis::pp, Axis::tp, Axis::dp}, "pp-tp-dp"},
-                                                               {{Axis::pp, Axis::dp, Axis::tp}, "pp-dp-tp"}}};
+// parallel.order: the axes fastest-varying first in the world rank, as "tp-cp-dp-pp". A word of
+// the three other axes ("tp-dp-pp", as decks spelled it before context parallelism) puts cp right
+// after tp: a cp group then shares a node with its tp group. The table is generated, not typed:
+// first the three-axis words (which the banner prints where they apply), then all 24 four-axis ones.
+using AxisOrder = std::array<Axis, 4>;
+namespace axis_order_words {
+struct Word {
+  AxisOrder order;
+  std::array<char, 12> text;  // "tp-cp-dp-pp" and its terminator
+};
+constexpr std::array<char, 12> spell(const AxisOrder& order, bool with_cp) {
+  std::array<char, 12> text{};
+  int at = 0;
+  for (Axis axis : order) {
+    if (axis == Axis::cp && !with_cp) continue;
+    if (at > 0) text[at++] = '-';
+    for (char c : kAxes[static_cast<int>(axis)].word) text[at++] = c;
+  }
+  return text;
+}
+constexpr bool cp_follows_tp(const AxisOrder& order) {
+  for (int i = 0; i + 1 < 4; ++i)
+    if (order[i] == Axis::tp) return order[i + 1] == Axis::cp;
+  return false;
+}
+inline constexpr std::array<Word, 30> kWords = [] {
+  std::array<Word, 30> words{};
+  int n = 0;
+  for (bool with_cp : {false, true}) {
+    AxisOrder order{Axis::tp, Axis::cp, Axis::pp, Axis::dp};
+    do {
+      if (with_cp || cp_follows_tp(order)) words[n++] = {order, spell(order, with_cp)};
+    } while (std::next_permutation(order.begin(), order.end()));
+  }
+  return words;
+}();
+}  // namespace axis_order_words
+inline constexpr std::array<Choice<AxisOrder>, 30> kAxisOrders = [] {
+  std::array<Choice<AxisOrder>, 30> choices{};
+  for (std::size_t i = 0; i < choices.size(); ++i)
+    choices[i] = {axis_order_words::kWords[i].order, std::string_view(axis_order_words::kWords[i].text.data())};
+  return choices;
+}();
 constexpr const auto& choices(AxisOrder) { return kAxisOrders; }
 
 enum class LrDecay { cosine, linear, constant };

@@ -17,7 +17,10 @@ struct ParallelConfig {
   int tp = 1;
   int pp = 1;
   int dp = 1;
-  AxisOrder order = {Axis::tp, Axis::dp, Axis::pp};  // fastest-varying axis first
+  // Context parallelism: each sequence cut into 2·cp chunks, rank r of a cp group holding chunks r
+  // and 2·cp − 1 − r, attention run as a ring over the group (model/ring_attention.hpp).
+  int cp = 1;
+  AxisOrder order = {Axis::tp, Axis::cp, Axis::dp, Axis::pp};  // fastest-varying axis first
   // Layers per virtual stage (pp × schedule's chunks entries, model order). Empty = uniform;
   // stage_layers_balanced = true: balanced for the embedding on the first and the head + loss on
   // the last stage (deck: stage_layers = "balanced").
@@ -34,7 +37,7 @@ struct ParallelConfig {
   // ranks on one GPU). A test mode: a one-GPU machine runs a grid. The CPU build runs as without it.
   bool share_device = false;
 
-  int world_size() const { return tp * pp * dp; }
+  int world_size() const { return tp * cp * pp * dp; }
 };
 
 struct ScheduleConfig {

@@ -96,22 +96,44 @@ void check_tensor_split(const Deck& deck, const KeyLocations& where) {
   }
 }
 
-// Sequence parallelism splits each micro-batch's rows evenly over the TP group.
+// Context parallelism cuts each sequence into 2·cp chunks of whole positions and runs attention as
+// a ring of the tiled kernel's chunk pairs.
+void check_context_split(const Deck& deck, const KeyLocations& where) {
+  const int cp = deck.parallel.cp, seq_len = deck.model.seq_len;
+  if (cp == 1) return;
+  if (seq_len % (2 * cp) != 0) {
+    std::vector<int> valid;
+    for (int d : divisors(seq_len))
+      if (seq_len % (2 * d) == 0) valid.push_back(d);
+    where.fail("parallel.cp", "parallel.cp = " + std::to_string(cp) + " needs model.seq_len = " +
+                                  std::to_string(seq_len) + " to be a multiple of 2 * cp = " + std::to_string(2 * cp) +
+                                  " (each CP rank holds two chunks of seq_len / (2 * cp) positions); valid cp: " +
+                                  join_ints(valid));
+  }
+  if (deck.model.attention != AttentionKernel::tiled)
+    where.fail("model.attention", "parallel.cp = " + std::to_string(cp) +
+                                      " runs ring attention, which the tiled kernel computes; set model.attention = "
+                                      "\"tiled\" or parallel.cp = 1");
+}
+
+// Sequence parallelism splits the rows each rank holds of a micro-batch (seq_len / cp positions
+// per sequence) evenly over the TP group.
 void check_sequence_split(const Deck& deck, const KeyLocations& where) {
-  const int tp = deck.parallel.tp, seq_len = deck.model.seq_len;
+  const int tp = deck.parallel.tp, cp = deck.parallel.cp, positions = deck.model.seq_len / cp;
   if (!deck.parallel.sequence_parallel) return;
   if (tp == 1)
     where.fail("parallel.sequence_parallel",
                "parallel.sequence_parallel = true needs parallel.tp > 1 (it shards the sequence over the tensor-"
                "parallel ranks); set tp to 2 or more, or sequence_parallel = false");
-  if (seq_len % tp != 0) {
+  if (positions % tp != 0) {
     std::vector<int> valid;
-    for (int d : divisors(seq_len))
+    for (int d : divisors(positions))
       if (d > 1) valid.push_back(d);
+    const std::string held = cp > 1 ? "seq_len / cp = " + std::to_string(positions) + " positions per CP rank"
+                                     : "model.seq_len = " + std::to_string(positions);
     where.fail("parallel.sequence_parallel",
-               "parallel.sequence_parallel = true needs model.seq_len = " + std::to_string(seq_len) +
-                   " to be a multiple of parallel.tp = " + std::to_string(tp) +
-                   " (each TP rank holds seq_len / tp positions); tp dividing seq_len: " + join_ints(valid) +
+               "parallel.sequence_parallel = true needs " + held + " to be a multiple of parallel.tp = " +
+                   std::to_string(tp) + " (each TP rank holds a tp-th of them); tp dividing it: " + join_ints(valid) +
                    ", or set sequence_parallel = false");
   }
 }
@@ -120,6 +142,7 @@ void check_parallel(const Deck& deck, const KeyLocations& where) {
   const ParallelConfig& parallel = deck.parallel;
   const int layers = deck.model.layers;
   check_tensor_split(deck, where);
+  check_context_split(deck, where);
   check_sequence_split(deck, where);
   const int virtual_stages = deck.schedule.virtual_stages;
   const std::int64_t chunks = std::int64_t{parallel.pp} * virtual_stages;
@@ -132,9 +155,9 @@ void check_parallel(const Deck& deck, const KeyLocations& where) {
                                   "model.layers = " + std::to_string(layers) + "; use pp * virtual_stages <= " +
                                   std::to_string(layers));
   }
-  const std::int64_t ranks = std::int64_t{parallel.tp} * parallel.pp * parallel.dp;
+  const std::int64_t ranks = std::int64_t{parallel.tp} * parallel.cp * parallel.pp * parallel.dp;
   if (ranks > kMaxCount) {
-    where.fail("parallel.dp", "parallel.dp = " + std::to_string(parallel.dp) + " makes tp * pp * dp = " +
+    where.fail("parallel.dp", "parallel.dp = " + std::to_string(parallel.dp) + " makes tp * cp * pp * dp = " +
                                   std::to_string(ranks) + " ranks, more than " + std::to_string(kMaxCount) +
                                   "; use a smaller grid");
   }

@@ -198,6 +198,7 @@ const std::vector<KeySpec>& deck_keys() {
       integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
       integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),
       integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
+      integer("parallel", "cp", &Deck::parallel, &ParallelConfig::cp, 1),
       choice("parallel", "order", &Deck::parallel, &ParallelConfig::order),
       stage_layers(),
       boolean("parallel", "sequence_parallel", &Deck::parallel, &ParallelConfig::sequence_parallel),

@@ -20,7 +20,7 @@ void GlobalGradNorm::compute(double* squared) {
   sum_of_squares(squared, counted_, sync_.reduced_grads());
   grid_.tp_group->queue_all_reduce_sum(squared, 1);
   grid_.pp_group->queue_all_reduce_sum(squared, 1);
-  if (sync_.zero1()) grid_.dp_group->queue_all_reduce_sum(squared, 1);
+  if (sync_.zero1()) grid_.dp_cp_group->queue_all_reduce_sum(squared, 1);
 }
 
 }  // namespace trident

@@ -23,7 +23,7 @@ class GlobalGradNorm {
   GlobalGradNorm(const GradientSync& sync, const ProcessGrid& grid);
 
   // *squared (one device double) = the squared norm, the same on every rank. Collective over
-  // grid.tp_group, pp_group and (ZeRO-1) dp_group; call after sync.finish(). Queued: the host does
+  // grid.tp_group, pp_group and (ZeRO-1) dp_cp_group; call after sync.finish(). Queued: the host does
   // not wait for it.
   void compute(double* squared);
 

@@ -44,8 +44,21 @@ std::unique_ptr<Comm> axis_comm(MPI_Comm world, int world_rank, Axis axis, const
   if (group.size() == 1) return make_local_comm();
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, group.front(), coordinate(rank_to_coords(world_rank, config), axis), &split);
-  auto comm = group_comm(split, axis == Axis::pp ? Traffic::point_to_point : Traffic::collectives, config,
+  // The pipeline's and the ring's messages go to one neighbour at a time.
+  const bool messages = axis == Axis::pp || axis == Axis::cp;
+  auto comm = group_comm(split, messages ? Traffic::point_to_point : Traffic::collectives, config,
                          std::string(word_of(axis)));
+  MPI_Comm_free(&split);
+  return comm;
+}
+
+// The dp × cp ranks with this rank's tp and pp coordinates, ordered by dp, then cp.
+std::unique_ptr<Comm> dp_cp_comm(MPI_Comm world, const ProcessGrid& grid) {
+  if (grid.config.dp * grid.config.cp == 1) return make_local_comm();
+  MPI_Comm split = MPI_COMM_NULL;
+  const int color = grid.tp_rank() + grid.tp_size() * grid.pp_rank();
+  MPI_Comm_split(world, color, grid.cp_rank() + grid.cp_size() * grid.dp_rank(), &split);
+  auto comm = group_comm(split, Traffic::collectives, grid.config, grid.config.cp > 1 ? "dp x cp" : "dp");
   MPI_Comm_free(&split);
   return comm;
 }
@@ -55,7 +68,8 @@ std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   if (grid.head_pp_rank == 0) return make_local_comm();
   // Every rank takes part in the split (it is collective); the other stages opt out.
   const bool member = grid.first_stage() || grid.holds_head();
-  const int color = member ? grid.tp_rank() + config.tp * grid.dp_rank() : MPI_UNDEFINED;
+  const int color =
+      member ? grid.tp_rank() + config.tp * (grid.cp_rank() + config.cp * grid.dp_rank()) : MPI_UNDEFINED;
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(world, color, grid.pp_rank(), &split);
   if (!member) return make_local_comm();
@@ -96,18 +110,24 @@ ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& requested, C
   grid.hosts = hosts_of_ranks(world);
   // Same call order on every rank: MPI_Comm_split is collective over `world`.
   grid.tp_group = std::make_unique<TimedComm>(axis_comm(world, grid.world_rank, Axis::tp, config));
+  grid.cp_group = axis_comm(world, grid.world_rank, Axis::cp, config);
   grid.pp_group = axis_comm(world, grid.world_rank, Axis::pp, config);
-  grid.dp_group = axis_comm(world, grid.world_rank, Axis::dp, config);
+  grid.dp_cp_group = dp_cp_comm(world, grid);
   grid.embedding_group = embedding_comm(world, grid);
   return grid;
 }
 
 std::string describe_rank_layout(const ProcessGrid& grid) {
-  std::string text = "  rank  host                  tp  pp  dp\n";
+  const bool cp = grid.cp_size() > 1;  // a column only where it varies
+  std::string text = "  rank  host                  tp";
+  text += cp ? "  cp  pp  dp\n" : "  pp  dp\n";
   for (int rank = 0; rank < grid.world_size; ++rank) {
     const GridCoords c = rank_to_coords(rank, grid.config);
     char line[160];
-    std::snprintf(line, sizeof line, "  %4d  %-20s %3d %3d %3d\n", rank, grid.hosts[rank].c_str(), c.tp, c.pp, c.dp);
+    std::snprintf(line, sizeof line, "  %4d  %-20s %3d", rank, grid.hosts[rank].c_str(), c.tp);
+    text += line;
+    if (cp) std::snprintf(line, sizeof line, " %3d %3d %3d\n", c.cp, c.pp, c.dp);
+    else std::snprintf(line, sizeof line, " %3d %3d\n", c.pp, c.dp);
     text += line;
   }
   return text;

@@ -1,4 +1,4 @@
-// This rank's place in the TP × PP × DP grid and one communication group per axis, named as in
+// This rank's place in the TP × CP × PP × DP grid and one communication group per axis, named as in
 // Megatron-Core's parallel_state. Built once at start-up from the pure layout in plan/layout.hpp.
 #pragma once
 
@@ -17,7 +17,7 @@
 namespace trident {
 
 // A *_group is a communicator, a *_rank this rank's coordinate on that axis (its rank in the
-// group), a *_size the group's size (the deck's parallel.tp, pp, dp).
+// group), a *_size the group's size (the deck's parallel.tp, cp, pp, dp).
 struct ProcessGrid {
   ParallelConfig config;
   int world_rank = 0;
@@ -28,8 +28,14 @@ struct ProcessGrid {
   // Ranks sharing this rank's layers, each holding a slice of them; timed, since the model's
   // blocking TP collectives are the step's tp_comm_s.
   std::unique_ptr<TimedComm> tp_group;
+  // The ranks holding the other chunks of this rank's sequences, around which ring attention's keys
+  // and values travel.
+  std::unique_ptr<Comm> cp_group;
   std::unique_ptr<Comm> pp_group;  // the pipeline: one rank per stage
-  std::unique_ptr<Comm> dp_group;  // replicas of this rank's shard
+  // Replicas of this rank's shard of the weights: its dp × cp ranks (Megatron's data-parallel group
+  // with context parallelism), each computing the gradient of its own tokens. Gradients, the loss
+  // and ZeRO-1's optimizer shards are reduced over it; the data is read by dp coordinate.
+  std::unique_ptr<Comm> dp_cp_group;
   // The pipeline ranks holding the embedding (pipeline rank 0) and the head (plan/partition.hpp's
   // head_rank), with this rank's tp and dp coordinates: the two copies of the tied wte whose
   // gradients are summed. A group of one where one rank holds both (pp = 1, a V) and elsewhere.
@@ -37,11 +43,14 @@ struct ProcessGrid {
   int head_pp_rank = 0;  // the pipeline rank of the head
 
   int tp_rank() const { return coords.tp; }
+  int cp_rank() const { return coords.cp; }
   int pp_rank() const { return coords.pp; }
   int dp_rank() const { return coords.dp; }
   int tp_size() const { return config.tp; }
+  int cp_size() const { return config.cp; }
   int pp_size() const { return config.pp; }
   int dp_size() const { return config.dp; }
+  bool first_replica() const { return coords.dp == 0 && coords.cp == 0; }  // writes the shard's checkpoint
   bool first_stage() const { return pp_rank() == 0; }
   bool holds_head() const { return pp_rank() == head_pp_rank; }
 };

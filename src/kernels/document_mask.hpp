@@ -19,6 +19,26 @@ struct DocumentMask {
   explicit operator bool() const { return starts != nullptr; }
 };
 
+// Where a micro-batch's tokens sit in their sequences, where that is not simply t: their position
+// ids (Hugging Face's position_ids, which the position table and RoPE read) and their documents. A
+// rank of a context-parallel group holds two chunks of each sequence (model/ring_attention.hpp):
+// its ids are then positions in the whole sequence, as are the documents' starts.
+struct TokenPositions {
+  const std::int32_t* ids = nullptr;  // [B·T] on the device, or null: token b·T + t at position t
+  DocumentMask documents = {};        // packed documents, or none
+};
+
+// Context parallelism's cut of a sequence of T positions into 2·size chunks of L = T / (2·size):
+// rank r of the cp group holds chunks r and 2·size − 1 − r, in that order, as its 2·L local rows
+// (every rank then has the same causal work).
+struct ContextChunks {
+  int rank = 0, size = 1;
+
+  int chunk(int local_chunk) const { return local_chunk == 0 ? rank : 2 * size - 1 - rank; }
+  // The position in the whole sequence of local row `row` of 2·L.
+  int position(int row, int L) const { return chunk(row / L) * L + row % L; }
+};
+
 // starts[t] for one sequence of `T` input tokens: 0 for t = 0, else t after an `eod` token and the
 // previous token's start otherwise (the end-of-document token belongs to the document it closes).
 inline void document_starts(const std::int32_t* tokens, int T, std::int32_t eod, std::int32_t* starts) {

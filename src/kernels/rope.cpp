@@ -27,10 +27,9 @@ RopeTable::RopeTable(int seq_len, int head_dim, double theta)
   Kokkos::deep_copy(sin, host_sin);
 }
 
-void rope_rotate(float* x, const RopeTable& table, int B, int heads, long ld, int direction,
-                 const DocumentMask& documents) {
-  const std::int32_t* starts = documents.starts;
-  const int T = table.seq_len, hd = table.head_dim, pairs = hd / 2;
+void rope_rotate(float* x, const RopeTable& table, int B, int T, int heads, long ld, int direction,
+                 const std::int32_t* positions) {
+  const int hd = table.head_dim, pairs = hd / 2;
   const float* cos = table.cos.data();
   const float* sin = table.sin.data();
   const float sign = direction >= 0 ? 1.0f : -1.0f;
@@ -42,7 +41,7 @@ void rope_rotate(float* x, const RopeTable& table, int B, int heads, long ld, in
         const long head_token = index / pairs;
         const int head = static_cast<int>(head_token % heads);
         const long token = head_token / heads;
-        const int t = static_cast<int>(token % T) - (starts ? starts[token] : 0);
+        const int t = positions ? positions[token] : static_cast<int>(token % T);
         float* pair = x + token * ld + static_cast<long>(head) * hd + i;
         const float c = cos[t * pairs + i], s = sign * sin[t * pairs + i];
         const float first = pair[0], second = pair[pairs];

@@ -3,8 +3,9 @@
 // t · theta^(−2i/hd). Backward rotates the gradient back by the same angle.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/device.hpp"
-#include "kernels/document_mask.hpp"
 
 namespace trident {
 
@@ -15,10 +16,11 @@ struct RopeTable {
   int seq_len, head_dim;
 };
 
-// x: B·T tokens (token b·T + t at position t, or t − start(t) under packed documents) of `heads`
-// heads of table.head_dim columns each, ld floats apart; rotated in place. direction +1 applies the
-// embedding, −1 its transpose (the backward pass of a gradient).
-void rope_rotate(float* x, const RopeTable& table, int B, int heads, long ld, int direction,
-                 const DocumentMask& documents = {});
+// x: B·T tokens of `heads` heads of table.head_dim columns each, ld floats apart; rotated in place.
+// Token b·T + t is at position positions[b·T + t] where given (its position id: packed documents,
+// chunks of a longer sequence), else t. direction +1 applies the embedding, −1 its transpose (the
+// backward pass of a gradient).
+void rope_rotate(float* x, const RopeTable& table, int B, int T, int heads, long ld, int direction,
+                 const std::int32_t* positions = nullptr);
 
 }  // namespace trident

@@ -39,7 +39,7 @@ struct Activations {
   float* losses;    // [B, T]
   IntBuffer tokens;   // [B, T] input tokens (int32), for the embedding's backward pass (embedding chunk)
   IntBuffer targets;  // [B, T] targets (inputs stash of the head chunk only: the loss is recomputed)
-  DocumentMask documents;  // the micro-batch's packed documents (their starts outlive the step's passes)
+  TokenPositions positions;  // the micro-batch's position ids and documents (they outlive the step's passes)
 };
 
 // all: everything backward reads; inputs: the chunk's inputs only (full recomputation);

@@ -15,7 +15,7 @@ namespace {
 // documents say.
 AttentionShape attention_shape(const LayerContext& ctx) {
   AttentionShape shape = AttentionShape::fused_qkv(ctx.B, ctx.T, ctx.local.attn_width, ctx.local.heads, ctx.attention);
-  shape.documents = ctx.documents;
+  shape.documents = ctx.positions.documents;
   return shape;
 }
 
@@ -39,9 +39,7 @@ void Gpt2Block::forward(const LayerContext& ctx, const Weights& w, const Stash& 
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, input, w.ln_1_weight, w.ln_1_bias, R, C);
   linear_forward(ctx.gemm, x.qkv, ctx.gather_rows(x.ln1, ctx.scratch.gathered), w.c_attn_weight, w.c_attn_bias, BT, C,
                  3 * attn);
-  const AttentionShape heads = attention_shape(ctx);
-  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.qkv, x.qkv + attn,
-                    x.qkv + 2 * attn, heads);
+  ctx.attention_forward(x.atty, x.att, x.qkv, x.qkv + attn, x.qkv + 2 * attn, attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.attn_proj_weight, w.attn_proj_bias, attn);
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, NormInput::residual(x.residual2, x.residual2, input), w.ln_2_weight,
                     w.ln_2_bias, R, C);
@@ -69,14 +67,9 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   step.gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
   step.weight_grad_now(Linear::attn_proj);
-  const AttentionShape heads = attention_shape(ctx);
-  const float* saved = x.att;
-  if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k
-    attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, x.qkv + attn, heads);
-    saved = ctx.scratch.att;
-  }
-  attention_backward(ctx.gemm, kept.qkv, kept.qkv + attn, kept.qkv + 2 * attn, ctx.scratch.attention, ctx.scratch.datty,
-                     x.qkv, x.qkv + attn, x.qkv + 2 * attn, x.atty, saved, heads);
+  // Under selective recomputation the probabilities are rebuilt from the stashed q and k.
+  ctx.attention_backward(kept.qkv, kept.qkv + attn, kept.qkv + 2 * attn, ctx.scratch.datty, x.qkv, x.qkv + attn,
+                         x.qkv + 2 * attn, x.atty, x.att, attention_shape(ctx));
   linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
   step.reduce_over_tp_during(Linear::c_attn);
   layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, step.dln_sum(), input, x.ln1_mean, x.ln1_rstd,

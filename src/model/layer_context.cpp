@@ -1,6 +1,7 @@
 #include "model/layer_context.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 
 namespace trident {
@@ -24,6 +25,23 @@ CommRequestPtr LayerContext::sum_rows_async(float* partial, float* local) const 
   if (partial != local)
     throw std::logic_error("LayerContext::sum_rows: without sequence parallelism the sum is in place");
   return tp.all_reduce_sum_async(partial, hidden_floats());
+}
+
+void LayerContext::attention_forward(float* out, float* saved, const float* q, const float* k, const float* v,
+                                     const AttentionShape& shape) const {
+  if (ring) return ring->forward(gemm, out, saved, q, k, v, shape);
+  trident::attention_forward(gemm, out, saved ? saved : scratch.att, scratch.attention, q, k, v, shape);
+}
+
+void LayerContext::attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                                      const float* k, const float* v, const float* out, const float* saved,
+                                      const AttentionShape& shape) const {
+  if (ring) return ring->backward(gemm, dq, dk, dv, dout, q, k, v, out, saved, shape);
+  if (!saved) {
+    attention_probabilities(gemm, scratch.att, q, k, shape);
+    saved = scratch.att;
+  }
+  trident::attention_backward(gemm, dq, dk, dv, scratch.attention, dout, q, k, v, out, saved, shape);
 }
 
 }  // namespace trident

@@ -12,7 +12,9 @@
 #include "deck/choices.hpp"
 #include "kernels/column_sums.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/attention.hpp"
 #include "kernels/rope.hpp"
+#include "model/ring_attention.hpp"
 #include "model/tp_shape.hpp"
 
 namespace trident {
@@ -73,8 +75,12 @@ struct LayerContext {
   // adds) holds local_rows() = B·T/tp rows on each TP rank, a contiguous block of the [B·T] rows.
   bool sequence_parallel = false;
   AttentionKernel attention = AttentionKernel::tiled;  // model.attention
-  // The packed documents of the micro-batch in hand (the model sets it before each pass), or none.
-  DocumentMask documents = {};
+  // parallel.cp > 1: the micro-batch's rows are this rank's two chunks of each sequence, and
+  // attention is a ring over the cp group (else null).
+  RingAttention* ring = nullptr;
+  // The position ids and packed documents of the micro-batch in hand (the model sets them before
+  // each pass).
+  TokenPositions positions = {};
 
   int rows() const { return B * T; }  // rows of the tensor-parallel region: every position
   std::size_t hidden_floats() const { return static_cast<std::size_t>(B) * T * C; }  // one [B, T, C] tensor
@@ -102,6 +108,15 @@ struct LayerContext {
   float* partial_rows(float* local, float* scratch) const { return sequence_parallel ? scratch : local; }
   // Where a block's backward gathers the stream's gradient for its row-parallel layers.
   float* output_grads(float* dresidual) const { return sequence_parallel ? scratch.dgathered : dresidual; }
+
+  // Causal attention of the local rows (the shape's), by the kernel of model.attention, or the ring
+  // over the cp group. `saved`: what the stash keeps for backward, or null (selective recomputation
+  // with the explicit kernel: forward writes the probabilities into scratch.att, backward rebuilds
+  // them there from q and k).
+  void attention_forward(float* out, float* saved, const float* q, const float* k, const float* v,
+                         const AttentionShape& shape) const;
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                          const float* v, const float* out, const float* saved, const AttentionShape& shape) const;
 };
 
 }  // namespace trident

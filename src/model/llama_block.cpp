@@ -32,7 +32,7 @@ AttentionShape attention_shape(const LayerContext& ctx) {
   const TpShape& local = ctx.local;
   const QkvColumns columns(local);
   return {ctx.B, ctx.T, local.heads, local.kv_heads, local.head_dim, columns.width, columns.width, columns.q_width,
-          ctx.attention, ctx.documents};
+          ctx.attention, ctx.positions.documents};
 }
 
 }  // namespace
@@ -64,10 +64,9 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   rmsnorm_forward(x.norm1, x.norm1_rstd, input, w.input_norm, ctx.norm_eps, R, C);
   linear_forward(ctx.gemm, x.qkv, ctx.gather_rows(x.norm1, ctx.scratch.gathered), w.qkv_proj, nullptr, BT, C,
                  qkv.width, kLinear);
-  rope_rotate(x.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, +1, ctx.documents);
-  rope_rotate(qkv.k(x.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, +1, ctx.documents);
-  attention_forward(ctx.gemm, x.atty, x.att ? x.att : ctx.scratch.att, ctx.scratch.attention, x.qkv, qkv.k(x.qkv),
-                    qkv.v(x.qkv), attention_shape(ctx));
+  rope_rotate(x.qkv, *ctx.rope, ctx.B, ctx.T, ctx.local.heads, qkv.width, +1, ctx.positions.ids);
+  rope_rotate(qkv.k(x.qkv), *ctx.rope, ctx.B, ctx.T, ctx.local.kv_heads, qkv.width, +1, ctx.positions.ids);
+  ctx.attention_forward(x.atty, x.att, x.qkv, qkv.k(x.qkv), qkv.v(x.qkv), attention_shape(ctx));
   row_parallel(x.residual2, x.atty, w.o_proj, qkv.q_width);
   rmsnorm_forward(x.norm2, x.norm2_rstd, NormInput::residual(x.residual2, x.residual2, input), w.post_attention_norm,
                   ctx.norm_eps, R, C);
@@ -96,15 +95,11 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
   step.gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, qkv.q_width, C, kLinear);
   step.weight_grad_now(Linear::o);
-  const float* saved = x.att;
-  if (!saved) {  // selective recomputation: the probabilities rebuilt from the stashed q and k (after RoPE)
-    attention_probabilities(ctx.gemm, ctx.scratch.att, x.qkv, qkv.k(x.qkv), attention_shape(ctx));
-    saved = ctx.scratch.att;
-  }
-  attention_backward(ctx.gemm, kept.qkv, qkv.k(kept.qkv), qkv.v(kept.qkv), ctx.scratch.attention, ctx.scratch.datty,
-                     x.qkv, qkv.k(x.qkv), qkv.v(x.qkv), x.atty, saved, attention_shape(ctx));
-  rope_rotate(kept.qkv, *ctx.rope, ctx.B, ctx.local.heads, qkv.width, -1, ctx.documents);
-  rope_rotate(qkv.k(kept.qkv), *ctx.rope, ctx.B, ctx.local.kv_heads, qkv.width, -1, ctx.documents);
+  // Under selective recomputation the probabilities are rebuilt from the stashed q and k (after RoPE).
+  ctx.attention_backward(kept.qkv, qkv.k(kept.qkv), qkv.v(kept.qkv), ctx.scratch.datty, x.qkv, qkv.k(x.qkv),
+                         qkv.v(x.qkv), x.atty, x.att, attention_shape(ctx));
+  rope_rotate(kept.qkv, *ctx.rope, ctx.B, ctx.T, ctx.local.heads, qkv.width, -1, ctx.positions.ids);
+  rope_rotate(qkv.k(kept.qkv), *ctx.rope, ctx.B, ctx.T, ctx.local.kv_heads, qkv.width, -1, ctx.positions.ids);
   linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.qkv_proj, BT, C, qkv.width, kLinear);
   step.reduce_over_tp_during(Linear::qkv);
   rmsnorm_backward(dresidual, dw.input_norm, step.dln_sum(), input, x.norm1_rstd, w.input_norm, R, C,

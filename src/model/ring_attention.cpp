@@ -1,5 +1,6 @@
 #include "model/ring_attention.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/copy.hpp"
@@ -13,24 +14,29 @@ enum Tag { kKeysTag = 0, kGradsTag = 1 };
 
 }  // namespace
 
-RingAttention::RingAttention(Comm& cp, const AttentionShape& local)
-    : cp_(cp), local_(local), L_(local.T / 2), kv_width_(local.kv_heads * local.head_dim) {
-  if (local.T % 2 != 0 || local.kernel != AttentionKernel::tiled)
+RingAttention::RingAttention(Comm& cp, const AttentionShape& sizes)
+    : cp_(cp), local_(sizes), L_(sizes.T / 2), kv_width_(sizes.kv_heads * sizes.head_dim) {
+  if (sizes.T % 2 != 0 || sizes.kernel != AttentionKernel::tiled)
     throw std::invalid_argument("RingAttention: two chunks of equal length per rank, on the tiled kernel");
-  const std::size_t kv_floats = static_cast<std::size_t>(local.B) * local.T * 2 * kv_width_;
+  local_.out_ld = std::max(sizes.out_ld, static_cast<long>(sizes.heads) * sizes.head_dim);  // part_'s rows
+  const std::size_t kv_floats = static_cast<std::size_t>(sizes.B) * sizes.T * 2 * kv_width_;
   for (int i = 0; i < 2; ++i) {
     kv_[i] = FloatBuffer("ring_kv", kv_floats);
     dkv_[i] = FloatBuffer("ring_dkv", kv_floats);
   }
-  part_ = FloatBuffer("ring_part", static_cast<std::size_t>(L_) * local.out_ld);
-  part_lse_ = FloatBuffer("ring_part_lse", static_cast<std::size_t>(local.heads) * L_);
+  part_ld_ = local_.out_ld;
+  part_ = FloatBuffer("ring_part", static_cast<std::size_t>(L_) * part_ld_);
+  part_lse_ = FloatBuffer("ring_part_lse", static_cast<std::size_t>(sizes.heads) * L_);
   scratch_ = FloatBuffer("ring_scratch", attention_scratch_floats(pair(0, 0, 0, false)));
 }
 
 std::size_t RingAttention::saved_floats() const { return static_cast<std::size_t>(local_.B) * local_.heads * local_.T; }
 
-int RingAttention::chunk_index(int rank, int local_chunk) const {
-  return local_chunk == 0 ? rank : 2 * cp_.size() - 1 - rank;
+void RingAttention::use(const AttentionShape& local) {
+  if (local.B != local_.B || local.T != local_.T || local.heads != local_.heads || local.kv_heads != local_.kv_heads ||
+      local.head_dim != local_.head_dim || local.kernel != local_.kernel || local.out_ld > part_ld_)
+    throw std::invalid_argument("RingAttention: a call's shape differs from the sizes it was built for");
+  local_ = local;
 }
 
 AttentionShape RingAttention::pair(int b, int query_chunk, int key_chunk, bool accumulate) const {
@@ -74,7 +80,8 @@ void RingAttention::for_each_visible_pair(int step, const Pair& run) const {
 }
 
 void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, const float* q, const float* k,
-                            const float* v) {
+                            const float* v, const AttentionShape& local) {
+  use(local);
   pack_keys(k, v);
   for (int step = 0; step < cp_.size(); ++step) {
     const FloatBuffer &here = kv_[step % 2], &next = kv_[(step + 1) % 2];
@@ -98,7 +105,9 @@ void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, c
 }
 
 void RingAttention::backward(GemmContext& gemm, float* dq, float* dk, float* dv, const float* dout, const float* q,
-                             const float* k, const float* v, const float* out, const float* log_sum_exp) {
+                             const float* k, const float* v, const float* out, const float* log_sum_exp,
+                             const AttentionShape& local) {
+  use(local);
   const long rows = static_cast<long>(local_.B) * local_.T, kv_ld = 2L * kv_width_;
   pack_keys(k, v);
   zero_floats(dkv_[0].data(), dkv_[0].extent(0));

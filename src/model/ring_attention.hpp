@@ -7,7 +7,8 @@
 // merge by their log-sum-exp. Backward sends the key chunks round again with the gradients of
 // their k and v, which every rank adds to on the way and which reach their owner after the last
 // hop. Grouped-query heads travel as their kv heads only. Packed documents: the shape's starts are
-// positions in the whole sequence, one per local row.
+// positions in the whole sequence, one per local row (kernels/document_mask.hpp's ContextChunks
+// gives the chunks' places).
 #pragma once
 
 #include <cstddef>
@@ -20,22 +21,28 @@ namespace trident {
 
 class RingAttention {
  public:
-  // `local`: this rank's B sequences of T = 2·L local rows (its two chunks), its heads and row
-  // strides, and the documents' starts (positions in the whole sequence) of its rows, if any.
-  RingAttention(Comm& cp, const AttentionShape& local);
+  // `sizes`: this rank's B sequences of T = 2·L local rows (its two chunks) and its heads; the
+  // buffers the ring's chunks travel in are sized for them once.
+  RingAttention(Comm& cp, const AttentionShape& sizes);
 
   // What forward keeps for backward: the log-sum-exp of every local row, [B, 2, heads, L].
   std::size_t saved_floats() const;
 
-  // out (local rows, out_ld) = causal attention of the local queries over the whole sequence.
-  void forward(GemmContext& gemm, float* out, float* log_sum_exp, const float* q, const float* k, const float* v);
+  // out (local rows) = causal attention of the local queries over the whole sequence. `local`: the
+  // sizes' shape with the row strides of q, k, v and out (out's at most the sizes' out_ld, or
+  // heads · head_dim where that is larger) and the documents' starts (positions in the whole
+  // sequence) of the local rows, if any.
+  void forward(GemmContext& gemm, float* out, float* log_sum_exp, const float* q, const float* k, const float* v,
+               const AttentionShape& local);
   // dq, dk, dv (local rows; overwritten) = the gradient of Σ dout · out, from forward's inputs, its
   // output and what it saved.
   void backward(GemmContext& gemm, float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                const float* v, const float* out, const float* log_sum_exp);
+                const float* v, const float* out, const float* log_sum_exp, const AttentionShape& local);
 
  private:
-  int chunk_index(int rank, int local_chunk) const;  // in the whole sequence
+  int chunk_index(int rank, int local_chunk) const { return ContextChunks{rank, cp_.size()}.chunk(local_chunk); }
+  // Takes the call's strides and documents, checked against the sizes.
+  void use(const AttentionShape& local);
   // The tiled kernel's shape for sequence b's local query chunk against key chunk `key_chunk`
   // (an index in the whole sequence).
   AttentionShape pair(int b, int query_chunk, int key_chunk, bool accumulate) const;
@@ -50,9 +57,10 @@ class RingAttention {
   void post_hop(const FloatBuffer& send, const FloatBuffer& recv, int tag, CommRequestPtr (&requests)[2]);
 
   Comm& cp_;
-  AttentionShape local_;
+  AttentionShape local_;  // the sizes, then the call's shape
   int L_;
   int kv_width_;  // kv_heads · head_dim: the columns of k, and of v
+  long part_ld_;  // the widest out_ld a call may give (part_ holds one chunk of such rows)
   FloatBuffer kv_[2], dkv_[2];  // [B, 2L, 2 · kv_width]: k | v of the visiting chunks, and their gradients
   FloatBuffer part_, part_lse_, scratch_;  // one pair's output and statistic, the tiled kernel's scratch
 };

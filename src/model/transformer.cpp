@@ -41,6 +41,16 @@ void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std:
   if (!cfg.tie_embeddings) params.add(untied_head_tensor(cfg));
 }
 
+namespace {
+
+ModelConfig rows_per_rank(const ModelConfig& cfg, const Comm* cp) {
+  ModelConfig rows = cfg;
+  if (cp) rows.seq_len /= cp->size();
+  return rows;
+}
+
+}  // namespace
+
 // What the model is whatever its family; FamilyModel below is the family's composition.
 struct Transformer::Impl {
   Impl(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs)
@@ -74,16 +84,20 @@ class FamilyModel final : public Transformer::Impl {
   using GradsReadyFn = Transformer::GradsReadyFn;
 
   FamilyModel(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs,
-              Recompute recompute, MatmulPrecision precision, bool sequence_parallel)
+              Recompute recompute, MatmulPrecision precision, bool sequence_parallel, Comm* cp)
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
+        rows_(rows_per_rank(cfg, cp)),
         gemm_(precision),
         family_(family_description(Family::family)),
         rope_(family_.rotary() ? std::make_unique<RopeTable>(cfg.seq_len, cfg.head_dim(), cfg.rope_theta) : nullptr),
-        ws_(cfg, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, mlp_input_products(cfg),
+        ws_(rows_, TpShape(cfg, tp.rank(), tp.size()), tp.size(), micro_batch_size, mlp_input_products(cfg),
             recompute == Recompute::selective && cfg.attention == AttentionKernel::explicit_probabilities,
             sequence_parallel ? tp.size() : 1),
+        ring_(cp && cp->size() > 1 ? std::make_unique<RingAttention>(*cp, attention_heads(rows_, micro_batch_size,
+                                                                                           tp.size()))
+                                   : nullptr),
         ctx_{micro_batch_size,
-             cfg.seq_len,
+             rows_.seq_len,
              cfg.d_model,
              TpShape(cfg, tp.rank(), tp.size()),
              tp,
@@ -92,10 +106,11 @@ class FamilyModel final : public Transformer::Impl {
              rope_.get(),
              static_cast<float>(cfg.norm_eps),
              sequence_parallel,
-             cfg.attention},
-        loss_(micro_batch_size * cfg.seq_len, ctx_.local, tp) {
+             cfg.attention,
+             ring_.get()},
+        loss_(micro_batch_size * rows_.seq_len, ctx_.local, tp) {
     for (const ModelChunk& spec : specs)
-      chunks_.push_back(std::make_unique<Chunk>(cfg, B, tp.size(), spec, recompute, sequence_parallel,
+      chunks_.push_back(std::make_unique<Chunk>(rows_, B, tp.size(), spec, recompute, sequence_parallel,
                                                 gemm_.precision() == MatmulPrecision::bf16, memory));
     memory.resident = ws_.att.extent(0) * sizeof(float);
   }
@@ -144,10 +159,15 @@ class FamilyModel final : public Transformer::Impl {
   template <class Run>
   void with_norm_grads_summed_over_tp(const std::vector<float*>& norm_grads, Run&& run);
 
+  // The model's shape as this rank computes it: seq_len / cp positions of each sequence (its two
+  // chunks under context parallelism), where the parameters (the position table's rows) and the
+  // rotary table keep the whole sequence's.
+  const ModelConfig rows_;
   GemmContext gemm_;
   const FamilyDescription& family_;
   std::unique_ptr<RopeTable> rope_;  // rotary families only
   Workspace ws_;
+  std::unique_ptr<RingAttention> ring_;  // context parallelism only
   LayerContext ctx_;
   std::unique_ptr<ModelTensors<Family>> weights_, grads_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
@@ -160,7 +180,7 @@ class FamilyModel final : public Transformer::Impl {
 // (not when recomputing a forward for its backward).
 template <class Family>
 void FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const int* targets, bool counted) {
-  ctx_.documents = a.documents;
+  ctx_.positions = a.positions;
   if (spec.embedding) embedding_forward(a);
   for (int i = 0; i < spec.num_layers; ++i) {
     const ProfileRegion layer(kLayerForwardRegion);
@@ -176,7 +196,7 @@ void FamilyModel<Family>::embedding_forward(Stash& a) {
   const TpShape& local = ctx_.local;
   float* partial = ctx_.partial_rows(a.encoded, ctx_.scratch.gathered);
   encoder_forward(partial, a.tokens.data(), weights_->embedding, local.vocab_first, local.vocab_rows,
-                  ctx_.once(weights_->positions), B, ctx_.T, ctx_.C, a.documents);
+                  ctx_.once(weights_->positions), B, ctx_.T, ctx_.C, a.positions.ids);
   ctx_.sum_rows(partial, a.encoded);
 }
 
@@ -187,7 +207,7 @@ void FamilyModel<Family>::embedding_backward(const Stash& a, bool now, const Gra
   const TpShape& local = ctx_.local;
   const float* dencoded = ctx_.gather_rows(ws_.dresidual.data(), ctx_.scratch.dgathered);
   encoder_backward(grads_->embedding, grads_->positions, dencoded, a.tokens.data(), local.vocab_first, local.vocab_rows,
-                   B, ctx_.T, ctx_.C, a.documents);
+                   B, ctx_.T, ctx_.C, a.positions.ids);
   if (!now) return;
   report_embedding(grads_ready);
 }
@@ -289,7 +309,7 @@ auto FamilyModel<Family>::stash_for_backward(Chunk& c, int microbatch) -> const 
   if (!c.inputs) return c.stash.stash(microbatch);
   Stash& kept = c.inputs->stash(microbatch);
   Stash& rebuilt = c.stash.acquire(microbatch);
-  rebuilt.documents = kept.documents;
+  rebuilt.positions = kept.positions;
   if (c.spec.embedding)
     copy_ints(rebuilt.tokens.data(), kept.tokens.data(), kept.tokens.extent(0));
   else
@@ -384,7 +404,7 @@ void FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forward
   check_forward_io(spec, chunk_index, io);
   const std::size_t BTC = ctx_.local_floats();  // the stream's rows on this rank
   Stash& a = c.stash.acquire(microbatch);
-  a.documents = io.documents;
+  a.positions = io.positions;
   if (spec.embedding)
     copy_ints(a.tokens.data(), io.tokens->data(), a.tokens.extent(0));
   else
@@ -395,7 +415,7 @@ void FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forward
     c.stash.release(microbatch);
   } else if (c.inputs) {  // keep only what re-running this forward needs
     Stash& kept = c.inputs->acquire(microbatch);
-    kept.documents = io.documents;
+    kept.positions = io.positions;
     if (spec.embedding)
       copy_ints(kept.tokens.data(), a.tokens.data(), a.tokens.extent(0));
     else
@@ -417,7 +437,7 @@ void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_s
     throw std::invalid_argument("Transformer::backward: chunk " + std::to_string(chunk_index) +
                                 " needs its gradient buffers");
   const Stash& a = stash_for_backward(c, microbatch);
-  ctx_.documents = a.documents;
+  ctx_.positions = a.positions;
   const bool now = weight_grads == WeightGrads::now;
   Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
   if (spec.head) {
@@ -467,9 +487,9 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
 template <class Family>
 std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed,
                                               Comm& tp, std::vector<ModelChunk> chunks, Recompute recompute,
-                                              MatmulPrecision precision, bool sequence_parallel) {
+                                              MatmulPrecision precision, bool sequence_parallel, Comm* cp) {
   auto model = std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision,
-                                                     sequence_parallel);
+                                                     sequence_parallel, cp);
   add_model_parameters(model->params, cfg, model->specs);
   model->params.allocate();
   init_parameters(model->params, cfg, seed);
@@ -482,13 +502,17 @@ std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_
 
 Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
                          std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision,
-                         bool sequence_parallel) {
+                         bool sequence_parallel, Comm* cp) {
   if (chunks.empty()) chunks.push_back(whole_model(cfg));
-  if (sequence_parallel && (micro_batch_size * cfg.seq_len) % tp.size() != 0)
-    throw std::invalid_argument("Transformer: sequence parallelism needs seq_len divisible by the TP group's size");
+  const int cp_size = cp ? cp->size() : 1;
+  if (cp_size > 1 && cfg.seq_len % (2 * cp_size) != 0)
+    throw std::invalid_argument("Transformer: context parallelism needs seq_len divisible by 2 · cp");
+  if (sequence_parallel && (micro_batch_size * cfg.seq_len / cp_size) % tp.size() != 0)
+    throw std::invalid_argument(
+        "Transformer: sequence parallelism needs seq_len / cp divisible by the TP group's size");
   impl_ = with_family(cfg.family, [&]<class Family>(Family) -> std::unique_ptr<Impl> {
     return make_model<Family>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision,
-                              sequence_parallel);
+                              sequence_parallel, cp);
   });
 }
 
@@ -514,13 +538,14 @@ void Transformer::weight_grad(int chunk, int microbatch, const GradsReadyFn& gra
   impl_->weight_grad(chunk, microbatch, grads_ready);
 }
 
-double Transformer::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets, DocumentMask documents) {
+double Transformer::forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets,
+                            TokenPositions positions) {
   if (impl_->specs.size() != 1 || !impl_->specs[0].embedding || !impl_->specs[0].head)
     throw std::logic_error("Transformer::forward(microbatch, inputs, targets) needs the whole model on one rank");
   ForwardIO io;
   io.tokens = &inputs;
   io.targets = &targets;
-  io.documents = documents;
+  io.positions = positions;
   forward(0, microbatch, io);
   return take_loss_sum();
 }

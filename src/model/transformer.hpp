@@ -49,10 +49,13 @@ class Transformer {
   // in the order of its virtual stages (default: the whole model as one chunk). precision: what
   // its matrix products multiply in (the model owns their GemmContext).
   // sequence_parallel: the residual stream, chunk inputs and outputs included, holds B·T/tp rows per
-  // TP rank (layer_context.hpp).
+  // TP rank (layer_context.hpp). cp: the context-parallel group (null or a group of one: none); it
+  // must outlive the model. With cp ranks each rank computes T = seq_len / cp rows of each
+  // sequence, its two chunks (model/ring_attention.hpp), whose position ids ForwardIO gives.
   Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
               std::vector<ModelChunk> chunks = {}, Recompute recompute = Recompute::none,
-              MatmulPrecision precision = MatmulPrecision::automatic, bool sequence_parallel = false);
+              MatmulPrecision precision = MatmulPrecision::automatic, bool sequence_parallel = false,
+              Comm* cp = nullptr);
   ~Transformer();
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;
@@ -65,7 +68,7 @@ class Transformer {
   struct ForwardIO {
     const IntBuffer* tokens = nullptr;
     const IntBuffer* targets = nullptr;
-    DocumentMask documents;  // packed documents (every chunk; kernels/document_mask.hpp), or none
+    TokenPositions positions;  // position ids and packed documents (every chunk; kernels/document_mask.hpp)
     const float* input = nullptr;
     float* output = nullptr;
     bool for_backward = true;  // false (evaluation): nothing stays stashed after the pass
@@ -106,7 +109,7 @@ class Transformer {
   // The whole model on one rank (a single chunk with the embedding and the head): inputs/targets
   // are micro_batch_size × seq_len token ids; returns the micro-batch's loss sum (read on the host).
   // backward() also reports wte through grads_ready.
-  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets, DocumentMask documents = {});
+  double forward(int microbatch, const IntBuffer& inputs, const IntBuffer& targets, TokenPositions positions = {});
   void backward(int microbatch, float loss_scale, const GradsReadyFn& grads_ready = {});
 
   void zero_grads();

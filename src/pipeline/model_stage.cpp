@@ -5,25 +5,25 @@
 namespace trident {
 
 ModelStage::ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
-                       const std::vector<DocumentMask>& documents, float loss_scale,
+                       const std::vector<TokenPositions>& positions, float loss_scale,
                        Transformer::GradsReadyFn grads_ready)
     : model_(model),
       inputs_(inputs),
       targets_(targets),
-      documents_(documents),
+      positions_(positions),
       loss_scale_(loss_scale),
       grads_ready_(std::move(grads_ready)) {}
 
 ModelStage::ModelStage(Transformer& model, const std::vector<IntBuffer>& inputs, const std::vector<IntBuffer>& targets,
-                       const std::vector<DocumentMask>& documents)
-    : model_(model), inputs_(inputs), targets_(targets), documents_(documents), for_backward_(false) {}
+                       const std::vector<TokenPositions>& positions)
+    : model_(model), inputs_(inputs), targets_(targets), positions_(positions), for_backward_(false) {}
 
 void ModelStage::forward(int chunk, int microbatch, const float* input, float* output) {
   const ModelChunk& spec = model_.chunks()[chunk];
   Transformer::ForwardIO io;
   if (spec.embedding) io.tokens = &inputs_.at(microbatch);
   if (spec.head) io.targets = &targets_.at(microbatch);
-  if (!documents_.empty()) io.documents = documents_.at(microbatch);
+  if (!positions_.empty()) io.positions = positions_.at(microbatch);
   io.input = input;
   io.output = output;
   io.for_backward = for_backward_;

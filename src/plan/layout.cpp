@@ -10,6 +10,7 @@ template <typename Coords>
 auto& coordinate_ref(Coords& coords, Axis axis) {
   switch (axis) {
     case Axis::tp: return coords.tp;
+    case Axis::cp: return coords.cp;
     case Axis::pp: return coords.pp;
     case Axis::dp: return coords.dp;
   }
@@ -21,6 +22,7 @@ auto& coordinate_ref(Coords& coords, Axis axis) {
 int axis_size(Axis axis, const ParallelConfig& parallel) {
   switch (axis) {
     case Axis::tp: return parallel.tp;
+    case Axis::cp: return parallel.cp;
     case Axis::pp: return parallel.pp;
     case Axis::dp: return parallel.dp;
   }
@@ -70,6 +72,19 @@ std::vector<int> axis_group(int rank, Axis axis, const ParallelConfig& parallel)
     group.push_back(coords_to_rank(coords, parallel));
   }
   return group;
+}
+
+std::string describe_grid(const ParallelConfig& parallel) {
+  std::string text = "tp " + std::to_string(parallel.tp);
+  if (parallel.cp > 1) text += " x cp " + std::to_string(parallel.cp);
+  return text + " x pp " + std::to_string(parallel.pp) + " x dp " + std::to_string(parallel.dp);
+}
+
+std::string grid_keys(const ParallelConfig& parallel) {
+  const bool cp = parallel.cp > 1;
+  return std::string("parallel.tp × ") + (cp ? "parallel.cp × " : "") + "parallel.pp × parallel.dp = " +
+         std::to_string(parallel.tp) + " × " + (cp ? std::to_string(parallel.cp) + " × " : "") +
+         std::to_string(parallel.pp) + " × " + std::to_string(parallel.dp);
 }
 
 std::vector<std::vector<int>> axis_groups(Axis axis, const ParallelConfig& parallel) {

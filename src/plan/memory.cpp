@@ -145,6 +145,14 @@ void walk_split_backward(const Deck& deck, int rank, const std::vector<ChunkByte
   if (recompute) memory.recompute_bytes = 0;  // the walk holds the rebuilt stashes
 }
 
+// The model as one rank computes it: seq_len / cp positions of each sequence (its two chunks
+// under context parallelism), where the parameters keep the whole sequence's position table.
+ModelConfig rank_rows(const Deck& deck) {
+  ModelConfig rows = deck.model;
+  rows.seq_len /= deck.parallel.cp;
+  return rows;
+}
+
 }  // namespace
 
 bool planned_schedule_splits_backward(const Deck& deck) { return planned_schedule(deck).splits_backward(); }
@@ -156,8 +164,9 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   const int mbs = deck.schedule.micro_batch_size;
   const bool recompute = deck.schedule.recompute == Recompute::full;
   const bool selective = deck.schedule.recompute == Recompute::selective;
+  const ModelConfig rows = rank_rows(deck);
   RankMemory memory;
-  memory.workspace_bytes = 4 * workspace_floats(deck.model, mbs, tp, deck.parallel.sequence_parallel);
+  memory.workspace_bytes = 4 * workspace_floats(rows, mbs, tp, deck.parallel.sequence_parallel);
   // Selective recomputation rebuilds one layer's explicit attention probabilities at a time, in one buffer.
   if (selective && deck.model.attention == AttentionKernel::explicit_probabilities)
     memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *
@@ -173,27 +182,28 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
     // A tied head on the rank that holds the embedding (a V) uses the same wte.
     const bool shared_wte = stage == last && last > 0 && holds_embedding && deck.model.tie_embeddings;
     holds_embedding |= first;
-    walk[chunk].kept = 4 * kept_grad_floats_per_microbatch(deck.model, mbs, layers.num_layers, tp);
+    walk[chunk].kept = 4 * kept_grad_floats_per_microbatch(rows, mbs, layers.num_layers, tp);
     const StageParams params = stage_params(deck.model, layers, first, stage == last, tp);
     memory.weight_bytes += 4 * (params.total() - (shared_wte ? params.head : 0));
     const std::int64_t stash =
-        4 * activation_floats_per_microbatch(deck.model, mbs, layers.first_layer, layers.num_layers, first,
+        4 * activation_floats_per_microbatch(rows, mbs, layers.first_layer, layers.num_layers, first,
                                              stage == last, tp,
                                              {!selective, deck.parallel.sequence_parallel,
                                               deck.train.precision == MatmulPrecision::bf16});
     walk[chunk].stash = stash;
-    walk[chunk].inputs = 4 * recompute_floats_per_microbatch(deck.model, mbs, first, stage == last);
+    walk[chunk].inputs = 4 * recompute_floats_per_microbatch(rows, mbs, first, stage == last);
     memory.activation_bytes_per_microbatch += recompute ? walk[chunk].inputs : stash;
     if (recompute) memory.recompute_bytes = std::max(memory.recompute_bytes, stash);
   }
   memory.grad_bytes = memory.weight_bytes;
   memory.optimizer_bytes = 2 * memory.weight_bytes;
   if (deck.train.precision == MatmulPrecision::bf16) memory.weight_copy_bytes = memory.weight_bytes / 2;
-  if (deck.parallel.zero == 1) {
+  if (deck.parallel.zero == 1) {  // sharded over the dp × cp replicas
+    const int replicas = deck.parallel.dp * deck.parallel.cp;
     const std::vector<Bucket> buckets = plan_buckets(static_cast<std::size_t>(memory.weight_bytes / 4),
-                                                     bucket_elements(deck.parallel.bucket_mb), deck.parallel.dp);
+                                                     bucket_elements(deck.parallel.bucket_mb), replicas);
     memory.optimizer_bytes = 8 * static_cast<std::int64_t>(shard_size(buckets));
-    memory.zero1_bytes = 4 * static_cast<std::int64_t>(zero1_gradient_floats(buckets, deck.parallel.dp));
+    memory.zero1_bytes = 4 * static_cast<std::int64_t>(zero1_gradient_floats(buckets, replicas));
   }
   memory.in_flight_microbatches = in_flight_microbatches(deck.schedule, rank, pp);
   walk_split_backward(deck, rank, walk, memory);

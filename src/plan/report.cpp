@@ -80,20 +80,22 @@ int planned_chunks(const ScheduleConfig& schedule) {
 Deck deck_for_world_size(const Deck& deck, int ranks, std::vector<std::string>& notes) {
   const ParallelConfig& grid = deck.parallel;
   if (ranks == grid.world_size()) return deck;
-  const int tp_pp = grid.tp * grid.pp;
-  if (ranks < 1 || ranks % tp_pp != 0) {
+  const bool cp = grid.cp > 1;
+  const int fixed = grid.tp * grid.cp * grid.pp;  // the ranks of one data-parallel replica
+  const std::string keys = cp ? "parallel.tp x parallel.cp x parallel.pp" : "parallel.tp x parallel.pp";
+  const std::string sizes = str(grid.tp) + " x " + (cp ? str(grid.cp) + " x " : "") + str(grid.pp);
+  if (ranks < 1 || ranks % fixed != 0) {
     throw InputError("--ranks " + str(ranks) + " does not fit the grid of " + deck.path +
-                     ": the rank count must be a multiple of parallel.tp x parallel.pp = " +
-                     str(grid.tp) + " x " + str(grid.pp) + " = " + str(tp_pp) + " (dp = ranks / " +
-                     str(tp_pp) + "); valid --ranks are " + str(tp_pp) + ", " + str(2 * tp_pp) +
-                     ", " + str(3 * tp_pp) + ", ... (the deck itself gives " +
-                     str(grid.world_size()) + "), or change parallel.tp / parallel.pp");
+                     ": the rank count must be a multiple of " + keys + " = " + sizes + " = " + str(fixed) +
+                     " (dp = ranks / " + str(fixed) + "); valid --ranks are " + str(fixed) + ", " + str(2 * fixed) +
+                     ", " + str(3 * fixed) + ", ... (the deck itself gives " + str(grid.world_size()) +
+                     "), or change " + (cp ? "parallel.tp / parallel.cp / parallel.pp" : "parallel.tp / parallel.pp"));
   }
   Deck derived = deck;
-  derived.parallel.dp = ranks / tp_pp;
-  notes.push_back("--ranks " + str(ranks) + " differs from the deck's tp x pp x dp = " +
-                  str(grid.world_size()) + ": planning with dp = " + str(ranks) + " / (tp " +
-                  str(grid.tp) + " x pp " + str(grid.pp) + ") = " + str(derived.parallel.dp));
+  derived.parallel.dp = ranks / fixed;
+  notes.push_back("--ranks " + str(ranks) + " differs from the deck's " + (cp ? "tp x cp x pp x dp" : "tp x pp x dp") +
+                  " = " + str(grid.world_size()) + ": planning with dp = " + str(ranks) + " / (tp " + str(grid.tp) +
+                  (cp ? " x cp " + str(grid.cp) : "") + " x pp " + str(grid.pp) + ") = " + str(derived.parallel.dp));
   return derived;
 }
 
@@ -436,20 +438,27 @@ void print_rank_layout(std::ostream& out, const ParallelConfig& grid, const std:
                        ChunkPlacement placement) {
   const int ranks = grid.world_size();
   out << "\nRank layout (order " << word_of(grid.order) << ": " << word_of(grid.order[0]) << " varies fastest)\n";
-  TextTable table({"rank", "tp", "pp", "dp", "stage layers"});
+  const bool cp = grid.cp > 1;  // a column only where it varies
+  std::vector<std::string> header = {"rank", "tp", "pp", "dp", "stage layers"};
+  if (cp) header.insert(header.begin() + 2, "cp");
+  TextTable table(header);
   const auto add_rank = [&](int rank) {
     const GridCoords c = rank_to_coords(rank, grid);
-    table.add_row({str(rank), str(c.tp), str(c.pp), str(c.dp), rank_layer_ranges(stages, grid.pp, placement, c.pp)});
+    std::vector<std::string> row = {str(rank), str(c.tp), str(c.pp), str(c.dp),
+                                    rank_layer_ranges(stages, grid.pp, placement, c.pp)};
+    if (cp) row.insert(row.begin() + 2, str(c.cp));
+    table.add_row(row);
   };
   if (ranks <= kFullRankTableLimit) {
     for (int rank = 0; rank < ranks; ++rank) add_rank(rank);
   } else {
     for (int rank = 0; rank < kRankRowsAtEachEnd; ++rank) add_rank(rank);
-    table.add_row({"...", "...", "...", "...", "..."});
+    table.add_row(std::vector<std::string>(header.size(), "..."));
     for (int rank = ranks - kRankRowsAtEachEnd; rank < ranks; ++rank) add_rank(rank);
   }
   table.print(out);
-  for (Axis axis : {Axis::tp, Axis::pp, Axis::dp}) print_groups(out, axis, grid);
+  for (Axis axis : {Axis::tp, Axis::cp, Axis::pp, Axis::dp})
+    if (axis != Axis::cp || cp) print_groups(out, axis, grid);
 }
 
 }  // namespace
@@ -464,8 +473,7 @@ void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::
   // Composed first and written whole, so a deck error found mid-way leaves no half-printed plan.
   std::ostringstream plan;
   plan << "trident plan: " << (deck.path.empty() ? "(deck)" : deck.path) << '\n';
-  plan << "  grid: " << grid.world_size() << " ranks = tp " << grid.tp << " x pp " << grid.pp
-       << " x dp " << grid.dp << '\n';
+  plan << "  grid: " << grid.world_size() << " ranks = " << describe_grid(grid) << '\n';
   for (const std::string& note : notes) plan << "  note: " << note << '\n';
   print_model(plan, deck.model, grid.tp);
   print_parameters(plan, deck, stages);

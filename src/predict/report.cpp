@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "plan/layout.hpp"
 #include "plan/units.hpp"
 
 namespace trident {
@@ -95,8 +96,7 @@ toml::table prediction_table(const Deck& deck, const Machine& machine, const Ste
 }
 
 std::string grid_text(const Deck& deck, const StepPrediction& p) {
-  return "tp " + std::to_string(deck.parallel.tp) + " x pp " + std::to_string(deck.parallel.pp) + " x dp " +
-         std::to_string(deck.parallel.dp) + ", " + std::to_string(deck.schedule.microbatches) + " x " +
+  return describe_grid(deck.parallel) + ", " + std::to_string(deck.schedule.microbatches) + " x " +
          std::to_string(deck.schedule.micro_batch_size) + " sequences, " + word_of(p.schedule.kind) +
          (p.schedule.chunks > 1 ? " v " + std::to_string(p.schedule.chunks) : "") + ", recompute " +
          word_of(deck.schedule.recompute);

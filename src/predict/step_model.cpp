@@ -152,7 +152,7 @@ Link axis_link(const Deck& deck, const Machine& machine, Axis axis) {
 }
 
 CostContext cost_context(const Deck& deck, const Machine& machine) {
-  const int last_stage = coords_to_rank({0, deck.parallel.pp - 1, 0}, deck.parallel);
+  const int last_stage = coords_to_rank({.pp = deck.parallel.pp - 1}, deck.parallel);
   return {deck,
           machine,
           machine.peak_flops(deck.train.precision),

@@ -34,10 +34,10 @@ ParamStore whole_model_layout(const ModelConfig& cfg) {
   return layout;
 }
 
-// Exactly one copy of every element is written and checksummed: the dp = 0 replica's, of a tensor
+// Exactly one copy of every element is written and checksummed: the first replica's (dp = cp = 0), of a tensor
 // every TP rank holds whole tp rank 0's, and of the tied wte the first stage's.
 bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
-  return grid.dp_rank() == 0 && (tensor.tp_sharded() || grid.tp_rank() == 0) &&
+  return grid.first_replica() && (tensor.tp_sharded() || grid.tp_rank() == 0) &&
          (!is_token_embedding(tensor.name) || grid.first_stage());
 }
 
@@ -111,7 +111,8 @@ Attributes checkpoint_attributes(const Deck& deck, int step, const DataPosition&
           {"seed", static_cast<std::int64_t>(deck.train.seed)},
           {"rng", std::string("counter-based (seed, tensor name, element index): no state to save")},
           {"format_version", kCheckpointFormatVersion},
-          {"grid", std::to_string(p.tp) + "x" + std::to_string(p.pp) + "x" + std::to_string(p.dp)},
+          {"grid", std::to_string(p.tp) + "x" + (p.cp > 1 ? std::to_string(p.cp) + "x" : "") + std::to_string(p.pp) +
+                       "x" + std::to_string(p.dp)},
           {"model_family", word_of(deck.model.family)},
           {"deck", deck.text}};
 }

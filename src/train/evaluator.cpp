@@ -30,8 +30,8 @@ Evaluator::Evaluator(const Deck& deck, const Schedule& training, const ProcessGr
                deck.parallel.dp),
       executor_(checked_forward_only(training), *grid.pp_group, options),
       tokens_(deck.schedule.microbatches, deck.schedule.micro_batch_size, deck.model.seq_len, eod_token(deck.data),
-              "eval_tokens"),
-      stage_(model, tokens_.inputs, tokens_.targets, tokens_.documents) {}
+              {grid.cp_rank(), grid.cp_size()}, "eval_tokens"),
+      stage_(model, tokens_.inputs, tokens_.targets, tokens_.positions) {}
 
 bool Evaluator::due(int step) const {
   return step == deck_.train.steps || (deck_.eval.every > 0 && step % deck_.eval.every == 0);
@@ -45,7 +45,7 @@ double Evaluator::evaluate() {
   // As in training: the last stage's tp ranks each hold the whole loss, replicas their share.
   Kokkos::View<double, MemSpace> loss_sum("eval_loss_sum");
   stage_.take_loss_sum(loss_sum.data());
-  grid_.dp_group->queue_all_reduce_sum(loss_sum.data(), 1);
+  grid_.dp_cp_group->queue_all_reduce_sum(loss_sum.data(), 1);
   grid_.pp_group->queue_all_reduce_sum(loss_sum.data(), 1);
   double total = 0.0;
   Kokkos::deep_copy(total, loss_sum);

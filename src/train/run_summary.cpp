@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kernels/matmul_precision.hpp"
+#include "plan/layout.hpp"
 #include "plan/model_size.hpp"
 #include "plan/pipeline_theory.hpp"
 
@@ -66,7 +67,7 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << "  model   " << model.layers << " layers, d_model " << model.d_model << ", " << model.heads
       << " heads, seq_len " << model.seq_len << ", vocab " << model.vocab << ", " << total_params(model)
       << " parameters, " << word_of(model.attention) << " attention\n"
-      << "  grid    tp " << grid.tp << " x pp " << grid.pp << " x dp " << grid.dp << " = " << grid.world_size()
+      << "  grid    " << describe_grid(grid) << " = " << grid.world_size()
       << " ranks (order " << word_of(grid.order) << (grid.zero == 1 ? ", ZeRO-1" : "")
       << (grid.sequence_parallel ? ", sequence parallel" : "")
       << (grid.pp > 1 ? ", pipeline messages " + std::string(word_of(grid.p2p)) : "") << ")\n"
@@ -104,6 +105,7 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"tp", std::int64_t{grid.tp}},
       {"pp", std::int64_t{grid.pp}},
       {"dp", std::int64_t{grid.dp}},
+      {"cp", std::int64_t{grid.cp}},
       {"zero", std::int64_t{grid.zero}},
       {"sequence_parallel", std::int64_t{grid.sequence_parallel ? 1 : 0}},
       {"p2p", word_of(grid.p2p)},

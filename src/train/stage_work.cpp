@@ -22,7 +22,7 @@ std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& 
                                                  const Transformer::GradsReadyFn& grads_ready) {
   if (deck.emulate.enabled) return std::make_unique<EmulatedStage>(deck.emulate);
   const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
-  return std::make_unique<ModelStage>(model, tokens.inputs, tokens.targets, tokens.documents, loss_scale,
+  return std::make_unique<ModelStage>(model, tokens.inputs, tokens.targets, tokens.positions, loss_scale,
                                       grads_ready);
 }
 
@@ -33,8 +33,8 @@ StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGr
                      const PipelineExecutor::Options& options)
     : model(deck.model, deck.schedule.micro_batch_size, deck.train.seed, *grid.tp_group,
             stage_chunks(schedule, partition, grid.pp_rank()), deck.schedule.recompute, deck.train.precision,
-            deck.parallel.sequence_parallel),
-      sync(model.params(), *grid.dp_group, bucket_elements(deck.parallel.bucket_mb) * sizeof(float),
+            deck.parallel.sequence_parallel, grid.cp_group.get()),
+      sync(model.params(), *grid.dp_cp_group, bucket_elements(deck.parallel.bucket_mb) * sizeof(float),
            deck.parallel.zero == 1),
       grad_norm(sync, grid),
       optimizer(make_optimizer(deck, model, sync)),

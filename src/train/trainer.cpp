@@ -69,9 +69,8 @@ void check_world_size(const Deck& deck, MPI_Comm world) {
   MPI_Comm_size(world, &world_size);
   const ParallelConfig& grid = deck.parallel;
   if (world_size != grid.world_size())
-    throw InputError(deck.path + ": parallel.tp × parallel.pp × parallel.dp = " + std::to_string(grid.tp) +
-                     " × " + std::to_string(grid.pp) + " × " + std::to_string(grid.dp) + " = " +
-                     std::to_string(grid.world_size()) + ", but MPI started " + std::to_string(world_size) +
+    throw InputError(deck.path + ": " + grid_keys(grid) + " = " + std::to_string(grid.world_size()) +
+                     ", but MPI started " + std::to_string(world_size) +
                      " ranks: launch with mpirun -n " + std::to_string(grid.world_size()) +
                      " or change the grid (e.g. --set parallel.dp=...)");
   if (const char* tasks = std::getenv("SLURM_NTASKS"); tasks && std::atoi(tasks) != world_size)
@@ -131,7 +130,8 @@ struct Trainer::State {
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
-        tokens(d.schedule.microbatches, d.schedule.micro_batch_size, d.model.seq_len, eod_token(d.data), "step_tokens"),
+        tokens(d.schedule.microbatches, d.schedule.micro_batch_size, d.model.seq_len, eod_token(d.data),
+               {grid.cp_rank(), grid.cp_size()}, "step_tokens"),
         clock(w),
         executor(std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options())),
         // deck: the copy this State keeps
@@ -155,9 +155,10 @@ struct Trainer::State {
   DataPosition data_position() const { return {windows.windows(), windows.shuffled()}; }
 
   // How both executors (training, evaluation) move messages and watch for hangs. A message is one
-  // micro-batch's hidden states, this TP rank's rows of them under sequence parallelism.
+  // micro-batch's hidden states: this rank's rows of them (seq_len / cp of each sequence, a tp-th of
+  // those under sequence parallelism).
   PipelineExecutor::Options pipeline_options() {
-    const int sequence_shards = deck.parallel.sequence_parallel ? deck.parallel.tp : 1;
+    const int sequence_shards = (deck.parallel.sequence_parallel ? deck.parallel.tp : 1) * deck.parallel.cp;
     return {static_cast<std::size_t>(deck.schedule.micro_batch_size) * deck.model.seq_len * deck.model.d_model /
                 sequence_shards,
             deck.schedule.timeout_s,
@@ -373,7 +374,7 @@ StepTotals Trainer::State::train_step(int step) {
 // their share. Summed on the device.
 void Trainer::State::sum_loss_over_grid() {
   work->compute->take_loss_sum(figures.loss_sum());
-  grid.dp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
+  grid.dp_cp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
   grid.pp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
 }
 
@@ -423,7 +424,7 @@ void Trainer::State::reduce_gradients() {
   }
   const double reduce_start = mark();
   sync.finish();
-  if (grid.dp_group->size() > 1) events.record({EventKind::allreduce_dp, -1, -1, reduce_start, mark(), 0});
+  if (grid.dp_cp_group->size() > 1) events.record({EventKind::allreduce_dp, -1, -1, reduce_start, mark(), 0});
 }
 
 // The step's events on the device's times: each mark becomes the time the device reached it (the

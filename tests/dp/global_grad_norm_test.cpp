@@ -108,7 +108,7 @@ TEST(GlobalGradNorm, CountsEveryElementOnceOnEveryGrid) {
     const double expected = std::sqrt(expected_sum_of_squares(config.pp));
     for (bool zero1 : {false, true}) {
       ParamStore params = rank_store(grid);
-      GradientSync sync(params, *grid.dp_group, 3 * sizeof(float), zero1);  // pieces cut tensors
+      GradientSync sync(params, *grid.dp_cp_group, 3 * sizeof(float), zero1);  // pieces cut tensors
       sync.finish();
       Kokkos::View<double, MemSpace> squared("squared");
       GlobalGradNorm(sync, grid).compute(squared.data());

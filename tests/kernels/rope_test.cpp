@@ -29,7 +29,7 @@ TEST(Rope, RotatesPairsAsHuggingFaceDoesAndLeavesPaddingAlone) {
   const RopeTable table(T, hd, kTheta);
   const FloatBuffer x = random_buffer(B * T * ld, 1);
   const auto before = to_host(x);
-  rope_rotate(x.data(), table, B, heads, ld, +1);
+  rope_rotate(x.data(), table, B, T, heads, ld, +1);
   const auto after = to_host(x);
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
@@ -46,10 +46,10 @@ TEST(Rope, BackwardIsTheTransposeAndUndoesTheRotation) {
   const FloatBuffer x = random_buffer(B * T * ld, 2), y = random_buffer(B * T * ld, 3);
   const double x_dot_y = dot(x, y);
   const auto y_before = to_host(y);
-  rope_rotate(x.data(), table, B, heads, ld, +1);
-  rope_rotate(y.data(), table, B, heads, ld, +1);
+  rope_rotate(x.data(), table, B, T, heads, ld, +1);
+  rope_rotate(y.data(), table, B, T, heads, ld, +1);
   EXPECT_NEAR(dot(x, y), x_dot_y, 1e-4 * std::abs(x_dot_y) + 1e-4);  // a rotation keeps inner products
-  rope_rotate(y.data(), table, B, heads, ld, -1);
+  rope_rotate(y.data(), table, B, T, heads, ld, -1);
   const auto y_after = to_host(y);
   for (std::size_t i = 0; i < y_after.size(); ++i) EXPECT_NEAR(y_after[i], y_before[i], 1e-5);
 }

@@ -52,12 +52,14 @@ void dump(const std::string& dir, const std::string& family, bool tied, bool wit
   const int B = 2, rows = B * cfg.seq_len, eod = with_documents ? cfg.vocab - 1 : -1;
   Transformer model(cfg, B, 7, no_tp());
   const std::vector<int> inputs = input_tokens(cfg, rows, with_documents);
-  std::vector<int> starts(rows);
+  std::vector<int> starts(rows), positions(rows);  // position ids restart at each document
   for (int b = 0; b < B; ++b) document_starts(&inputs[b * cfg.seq_len], cfg.seq_len, eod, &starts[b * cfg.seq_len]);
+  for (int row = 0; row < rows; ++row) positions[row] = row % cfg.seq_len - starts[row];
   const IntBuffer tokens = int_buffer(inputs), targets = random_tokens(rows, cfg.vocab, 2);
-  const IntBuffer device_starts = int_buffer(starts);
-  const DocumentMask documents = with_documents ? DocumentMask{device_starts.data(), starts.data()} : DocumentMask{};
-  const double loss = model.forward(0, tokens, targets, documents) / rows;
+  const IntBuffer device_starts = int_buffer(starts), device_positions = int_buffer(positions);
+  TokenPositions at;
+  if (with_documents) at = {device_positions.data(), {device_starts.data(), starts.data()}};
+  const double loss = model.forward(0, tokens, targets, at) / rows;
   model.backward(0, 1.0f / static_cast<float>(rows));
   write(dir + "/tokens.i32", inputs);
   write(dir + "/targets.i32", host_ints(targets));

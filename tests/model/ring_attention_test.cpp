@@ -79,9 +79,9 @@ void expect_ring_matches_whole_sequence(bool with_documents) {
   const FloatBuffer my_out = random_buffer(my_rows * kOutld, 71), my_lse{"lse", ring.saved_floats()},
                     my_dq = random_buffer(my_rows * kQld, 72), my_dk = random_buffer(my_rows * kKvld, 73),
                     my_dv = random_buffer(my_rows * kKvld, 74);  // garbage: the ring overwrites them
-  ring.forward(gemm, my_out.data(), my_lse.data(), my_q.data(), my_k.data(), my_v.data());
+  ring.forward(gemm, my_out.data(), my_lse.data(), my_q.data(), my_k.data(), my_v.data(), mine);
   ring.backward(gemm, my_dq.data(), my_dk.data(), my_dv.data(), my_dout.data(), my_q.data(), my_k.data(), my_v.data(),
-                my_out.data(), my_lse.data());
+                my_out.data(), my_lse.data(), mine);
 
   const long q_width = kHeads * kHeadDim, kv_width = kKvHeads * kHeadDim;
   expect_equal_columns("out", to_host(my_out), local_rows(to_host(out), kOutld, total, rank, ranks), kOutld, q_width);

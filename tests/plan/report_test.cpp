@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "plan/memory.hpp"
+#include "plan/partition.hpp"
 
 namespace trident {
 namespace {
@@ -166,6 +168,20 @@ TEST(Report, SingleRankTinyDeck) {
   EXPECT_FALSE(contains(text, "copy")) << text;
   EXPECT_TRUE(contains(text, "0.00% = (p-1)/(m+p-1) = 0/1")) << text;
   EXPECT_TRUE(has_row(text, {"0", "0", "0", "0", "0-1"})) << text;
+}
+
+TEST(Report, ContextParallelGridShowsItsAxisAndShrinksActivations) {
+  Deck deck;  // seq 64
+  deck.parallel.cp = 2;
+  const std::string text = plan_text(deck, 2);
+  EXPECT_TRUE(contains(text, "grid: 2 ranks = tp 1 x cp 2 x pp 1 x dp 1")) << text;
+  EXPECT_TRUE(has_row(text, {"1", "0", "1", "0", "0", "0-1"})) << text;  // rank, tp, cp, pp, dp, layers
+  EXPECT_TRUE(contains(text, "cp groups (1 of 2 ranks): {0..1}")) << text;
+  const RankMemory one = rank_memory(Deck{}, partition_layers(Deck{}.model, Deck{}.parallel, 1), 0);
+  const RankMemory two = rank_memory(deck, partition_layers(deck.model, deck.parallel, 1), 0);
+  EXPECT_EQ(two.weight_bytes, one.weight_bytes);  // the position table keeps every position
+  EXPECT_LT(two.activation_bytes_per_microbatch, one.activation_bytes_per_microbatch * 0.55);
+  EXPECT_GT(two.activation_bytes_per_microbatch, one.activation_bytes_per_microbatch * 0.45);
 }
 
 Deck interleaved_deck() {

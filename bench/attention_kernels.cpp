@@ -11,38 +11,25 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/attention.hpp"
 #include "kernels/blas_core.hpp"
 #include "kernels/device.hpp"
+#include "random_buffers.hpp"
 
 namespace {
 
 using trident::AttentionKernel;
 using trident::AttentionShape;
 using trident::FloatBuffer;
-
-FloatBuffer filled(std::size_t n, std::uint64_t seed) {
-  FloatBuffer buffer("bench", n);
-  auto host = Kokkos::create_mirror_view(buffer);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (std::size_t i = 0; i < n; ++i) host(i) = normal(rng);
-  Kokkos::deep_copy(buffer, host);
-  return buffer;
-}
+using trident::bench::filled;
+using trident::bench::median;
 
 struct Timing {
   double forward_ms, backward_ms;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 Timing time_kernel(AttentionShape shape, AttentionKernel kernel, int repeats) {
   shape.kernel = kernel;

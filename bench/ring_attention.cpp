@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,26 +24,14 @@
 #include "kernels/attention.hpp"
 #include "kernels/blas_core.hpp"
 #include "model/ring_attention.hpp"
+#include "random_buffers.hpp"
 
 namespace {
 
 using trident::AttentionShape;
 using trident::FloatBuffer;
-
-FloatBuffer filled(std::size_t n, std::uint64_t seed) {
-  FloatBuffer buffer("bench", n);
-  auto host = Kokkos::create_mirror_view(buffer);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (std::size_t i = 0; i < n; ++i) host(i) = normal(rng);
-  Kokkos::deep_copy(buffer, host);
-  return buffer;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using trident::bench::filled;
+using trident::bench::median;
 
 // Median milliseconds of `repeats` runs of `run` (after one to warm up), on this rank.
 template <class Run>

@@ -19,7 +19,6 @@ that ran is printed.
 """
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grid_scaling import launch  # noqa: E402  (each rank on cores of its own, as a batch job binds them)
 from single_rank import (CONFIGS, REPO, BenchError, open_timeline, own_blas_kernels, run_checked,  # noqa: E402
-                         trident_overrides)
+                         spread, trident_overrides)
 
 MEMORY_SHAPE = dict(family="gpt2", layers=4, d_model=512, heads=8, vocab=4096, seq_len=512, batch=2)
 
@@ -68,11 +67,6 @@ def memory_rows(args, env):
         mib = 1 << 20
         print(f"{tp:>4}{off / mib:>14.2f}{on / mib:>12.2f}{(off - on) / mib:>10.2f}{expected / mib:>14.2f}"
               f"{(off - on) / expected:>19.3f}", flush=True)
-
-
-def spread(values, fmt):
-    values = sorted(values)
-    return f"{format(statistics.median(values), fmt)} [{format(values[0], fmt)}, {format(values[-1], fmt)}]"
 
 
 def step_time_rows(args, env):

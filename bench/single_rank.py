@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,12 @@ def trident_overrides(cfg, steps, run_dir, precision="auto"):
     if cfg["family"] == "llama":
         settings.update({"model.kv_heads": cfg["kv_heads"], "model.ffn_hidden": cfg["ffn_hidden"]})
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+
+
+def spread(values, fmt):
+    """"median [lowest, highest]" of per-round values, each in `fmt`."""
+    values = sorted(values)
+    return f"{format(statistics.median(values), fmt)} [{format(values[0], fmt)}, {format(values[-1], fmt)}]"
 
 
 def read_timeline(path, warmup):

@@ -41,7 +41,7 @@ def summary(tl):
     measured = _median([bubbles[s] for s in sorted(bubbles)]) if bubbles else None
     last = int(np.argmax(tl.step_numbers())) if n else None
     return {
-        "grid": f"{tl.tp} x {tl.pp} x {tl.dp}", "ranks": tl.world_size, "schedule": tl.schedule,
+        "grid": tl.grid_text(), "ranks": tl.world_size, "schedule": tl.schedule,
         "p_m_v": f"{tl.p} / {tl.m} / {tl.v}", "mbs": tl.attrs.get("micro_batch_size"),
         "model": (f"L{tl.attrs['layers']} C{tl.attrs['d_model']} H{tl.attrs['heads']} T{tl.attrs['seq_len']} "
                   f"V{tl.attrs['vocab']}" if all(k in tl.attrs for k in ("layers", "d_model", "heads", "seq_len",
@@ -55,6 +55,7 @@ def summary(tl):
         "bubble_theory": tl.theory_bubble,
         "dp_exposed": _share_of_step(steps, "dp_exposed_s") if n else None,
         "tp_comm": _share_of_step(steps, "tp_comm_s") if n else None,
+        "cp_comm": _share_of_step(steps, "cp_comm_s") if n else None,
         "mfu": _median(steps["mfu"]) if n and "mfu" in steps else None,
         "final_loss": None if (not n or tl.emulated) else float(steps["loss"][last]),
         "last_val_loss": _last_validation(tl),
@@ -75,7 +76,7 @@ def _last_validation(tl):
 
 
 ROWS = (
-    ("grid (tp x pp x dp)", "grid", str),
+    ("grid", "grid", str),
     ("ranks", "ranks", str),
     ("schedule", "schedule", str),
     ("p / m / v", "p_m_v", str),
@@ -90,6 +91,7 @@ ROWS = (
     ("bubble theory (p-1)/(m+p-1)", "bubble_theory", lambda x: f"{100 * x:.1f}%"),
     ("DP all-reduce exposed, median", "dp_exposed", lambda x: f"{100 * x:.1f}%"),
     ("TP collectives blocked, median", "tp_comm", lambda x: f"{100 * x:.1f}%"),
+    ("CP ring blocked, median", "cp_comm", lambda x: f"{100 * x:.1f}%"),
     ("MFU, median", "mfu", lambda x: f"{100 * x:.2f}%"),
     ("final loss", "final_loss", lambda x: f"{x:.4f}"),
     ("last validation loss (step)", "last_val_loss", lambda x: f"{x[1]:.4f} ({x[0]})"),

@@ -9,7 +9,8 @@ import numpy as np
 
 from .bubble import step_analysis
 from .figure import (DPI, IDLE_COLOUR, KIND_COLOURS, KIND_LABELS, OTHER_COLOUR, check_size, new_figure, save)
-from .timeline import COMPUTE_KINDS, DP_COLLECTIVE_KINDS, P2P_KINDS, TP_COLLECTIVE_KINDS, PostError, Timeline
+from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, P2P_KINDS, TP_COLLECTIVE_KINDS, PostError,
+                       Timeline)
 
 HELP = "pipeline diagram (PNG) of one step: a lane per rank, boxes by kind, idle = bubble"
 
@@ -21,7 +22,7 @@ TOP_PX, BOTTOM_PX, RIGHT_PX = 58, 92, 24
 # Box height (fraction of a lane) by kind; waits are drawn thin so that the lane still reads as idle.
 HEIGHTS = {k: 0.78 for k in COMPUTE_KINDS}
 HEIGHTS.update({k: 0.30 for k in P2P_KINDS})
-HEIGHTS.update({k: 0.50 for k in TP_COLLECTIVE_KINDS + DP_COLLECTIVE_KINDS})
+HEIGHTS.update({k: 0.50 for k in TP_COLLECTIVE_KINDS + CP_RING_KINDS + DP_COLLECTIVE_KINDS})
 HEIGHTS["OPTIMIZER"] = 0.78
 
 
@@ -70,7 +71,8 @@ def draw(tl, step, output, width, height=None):
         height = default_height(len(ranks), len(stages))
     check_size(width, height)
 
-    labels = [f"r{r} tp{coords[r][0]} pp{coords[r][1]} dp{coords[r][2]}" for r in ranks]
+    names = tl.rank_labels()
+    labels = [names[r] for r in ranks]
     plot_px_h = height - TOP_PX - BOTTOM_PX
     if plot_px_h < 20:
         raise PostError(f"--height {height}: too small for {len(ranks)} lanes (give at least "

@@ -15,10 +15,11 @@ COMPUTE_KINDS = ("F", "B", "I", "W")
 P2P_KINDS = ("SEND", "RECV")
 # One event per kind and action: how long the action was blocked in them, from the first call.
 TP_COLLECTIVE_KINDS = ("ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP")
+CP_RING_KINDS = ("RING_CP",)  # ring attention's hops of an action, merged as the TP kinds
 DP_COLLECTIVE_KINDS = ("ALLREDUCE_DP", "ALLREDUCE_EMB")
 OPTIMIZER_KINDS = ("OPTIMIZER",)
 # Waits that the schedule could not hide behind compute (a rank records them only while it waits).
-COMMUNICATION_KINDS = P2P_KINDS + TP_COLLECTIVE_KINDS + DP_COLLECTIVE_KINDS
+COMMUNICATION_KINDS = P2P_KINDS + TP_COLLECTIVE_KINDS + CP_RING_KINDS + DP_COLLECTIVE_KINDS
 
 WHAT_A_TIMELINE_HAS = ("a trident timeline has /steps, /events and the root attributes "
                        + ", ".join(ROOT_ATTRIBUTES) + " (written by `trident run` as <output.dir>/timeline.h5)")
@@ -253,6 +254,16 @@ class Timeline:
                 replica = self.tp * self.cp
                 coords[r] = (r % self.tp, r // (replica * self.dp), (r // replica) % self.dp)
         return coords
+
+    def rank_labels(self):
+        """{rank: "r5 tp1 pp0 dp1"}, with the rank's cp coordinate after tp where the run has context
+        parallelism (the /events cp column; timelines from before it lack the column and the axis)."""
+        coords, cp = self.rank_coords(), {}
+        if self.cp > 1 and "cp" in self.events:
+            for r, c in zip(self.events["rank"], self.events["cp"]):
+                cp.setdefault(int(r), int(c))
+        return {r: f"r{r} tp{tp}" + (f" cp{cp[r]}" if r in cp else "") + f" pp{pp} dp{dp}"
+                for r, (tp, pp, dp) in coords.items()}
 
 
 def _ranges(numbers):

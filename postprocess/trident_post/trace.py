@@ -2,7 +2,7 @@
 (https://ui.perfetto.dev) and chrome://tracing open. One process per rank (pid = rank, named with
 its tp/pp/dp coordinates and sorted by pipeline stage), one thread per stream so that no two events
 overlap on a track: compute (F, B, I, W), pipeline p2p (SEND, RECV), TP collectives (ALLREDUCE_TP,
-ALLGATHER_TP, REDUCE_SCATTER_TP),
+ALLGATHER_TP, REDUCE_SCATTER_TP), the CP ring (RING_CP),
 DP collectives (ALLREDUCE_DP, ALLREDUCE_EMB), optimizer. Every event is a complete event (ph "X")
 with ts and dur in microseconds; ts counts from the earliest event written."""
 import json
@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from .timeline import (COMPUTE_KINDS, DP_COLLECTIVE_KINDS, OPTIMIZER_KINDS, P2P_KINDS, TP_COLLECTIVE_KINDS,
-                       PostError, Timeline)
+from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, OPTIMIZER_KINDS, P2P_KINDS,
+                       TP_COLLECTIVE_KINDS, PostError, Timeline)
 
 HELP = "Chrome trace event JSON (Perfetto): pid = rank, one tid per stream, microseconds"
 
@@ -22,8 +22,9 @@ STREAMS = (
     (3, "TP collectives", TP_COLLECTIVE_KINDS),
     (4, "DP collectives", DP_COLLECTIVE_KINDS),
     (5, "optimizer", OPTIMIZER_KINDS),
+    (6, "CP ring", CP_RING_KINDS),
 )
-OTHER_TID = 6
+OTHER_TID = 7
 
 
 def tid_of(kind):
@@ -65,10 +66,9 @@ def build_trace(tl, steps=None):
     events = []
     used = {}
     order = sorted(coords, key=lambda r: (coords[r][1], coords[r][2], coords[r][0], r))
+    names = tl.rank_labels()
     for sort_index, r in enumerate(order):
-        tp, pp, dp = coords[r]
-        events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0,
-                       "args": {"name": f"r{r} tp{tp} pp{pp} dp{dp}"}})
+        events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": names[r]}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0, "args": {"sort_index": sort_index}})
     kinds, rank, step = ev["kind"], ev["rank"], ev["step"]
     mb, chunk, t_start, t_end, nbytes = ev["microbatch"], ev["chunk"], ev["t_start"], ev["t_end"], ev["bytes"]

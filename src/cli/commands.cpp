@@ -176,8 +176,8 @@ int plan_command(const CliArgs& args) {
     print_plan(text, planned, ranks, notes);
     if (!args.machine_path.empty()) {
       const Machine machine = load_machine(args.machine_path);
-      Deck predicted = deck;  // print_plan accepted `ranks`: a multiple of tp * pp
-      predicted.parallel.dp = ranks / (deck.parallel.tp * deck.parallel.pp);
+      Deck predicted = deck;  // print_plan accepted `ranks`: a multiple of tp * cp * pp
+      predicted.parallel.dp = ranks / (deck.parallel.tp * deck.parallel.cp * deck.parallel.pp);
       std::optional<StepPrediction> searched;  // the search predicts the deck's own grid too
       if (args.search) {
         constexpr int kShown = 10;

@@ -61,7 +61,7 @@ CollectiveTallies TimedComm::take_collectives() { return std::exchange(collectiv
 
 CollectiveTally& TimedComm::called(Collective kind, std::size_t bytes) {
   CollectiveTally& tally = collectives_[static_cast<int>(kind)];
-  if (tally.calls++ == 0) tally.first_call = steady_seconds();
+  if (tally.calls++ == 0 && tally.first_call == 0.0) tally.first_call = steady_seconds();  // unless a receive set it
   tally.bytes += static_cast<std::int64_t>(bytes);
   return tally;
 }
@@ -116,11 +116,14 @@ void TimedComm::broadcast(float* data, std::size_t count, int root) {
 }
 
 CommRequestPtr TimedComm::send_async(const float* data, std::size_t count, int peer, int tag) {
-  return timed(inner_->send_async(data, count, peer, tag));
+  CollectiveTally& tally = called(Collective::point_to_point, count * kFloat);
+  return timed(inner_->send_async(data, count, peer, tag), &tally);
 }
 
 CommRequestPtr TimedComm::recv_async(float* data, std::size_t count, int peer, int tag) {
-  return timed(inner_->recv_async(data, count, peer, tag));
+  CollectiveTally& tally = collectives_[static_cast<int>(Collective::point_to_point)];
+  if (tally.calls == 0) tally.first_call = steady_seconds();  // a receive posted before the first send
+  return timed(inner_->recv_async(data, count, peer, tag), &tally);
 }
 
 }  // namespace trident

@@ -1,8 +1,9 @@
 // A Comm that counts the time its caller spends blocked in communication: inside blocking
 // collectives and in wait() on requests it returned. That is the communication the caller did not
-// hide behind compute (the timeline's tp_comm_s). It also tallies each kind of collective (the
-// timeline's ALLREDUCE_TP, ALLGATHER_TP and REDUCE_SCATTER_TP events, one per kind and pipeline
-// action). Everything is forwarded unchanged to the wrapped Comm.
+// hide behind compute (the timeline's tp_comm_s and cp_comm_s). It also tallies each kind of
+// collective (the timeline's ALLREDUCE_TP, ALLGATHER_TP and REDUCE_SCATTER_TP events, one per kind
+// and pipeline action) and the point-to-point messages (ring attention's hops: RING_CP).
+// Everything is forwarded unchanged to the wrapped Comm.
 #pragma once
 
 #include <array>
@@ -13,12 +14,13 @@
 
 namespace trident {
 
-enum class Collective { all_reduce, all_gather, reduce_scatter };
-inline constexpr int kCollectiveKinds = 3;
+enum class Collective { all_reduce, all_gather, reduce_scatter, point_to_point };
+inline constexpr int kCollectiveKinds = 4;
 
 // One kind of collective since the last take_collectives(): how many were called, the bytes of
-// their whole buffers (an all-reduce's, the all-gather's result, the reduce-scatter's input), when
-// the first was called and how long the caller was blocked in them (seconds on steady_clock).
+// their whole buffers (an all-reduce's, the all-gather's result, the reduce-scatter's input; of
+// point-to-point messages the sends'), when the first was called and how long the caller was
+// blocked in them (seconds on steady_clock; point-to-point: in the waits of sends and receives).
 struct CollectiveTally {
   int calls = 0;
   std::int64_t bytes = 0;

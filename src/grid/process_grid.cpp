@@ -110,7 +110,7 @@ ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& requested, C
   grid.hosts = hosts_of_ranks(world);
   // Same call order on every rank: MPI_Comm_split is collective over `world`.
   grid.tp_group = std::make_unique<TimedComm>(axis_comm(world, grid.world_rank, Axis::tp, config));
-  grid.cp_group = axis_comm(world, grid.world_rank, Axis::cp, config);
+  grid.cp_group = std::make_unique<TimedComm>(axis_comm(world, grid.world_rank, Axis::cp, config));
   grid.pp_group = axis_comm(world, grid.world_rank, Axis::pp, config);
   grid.dp_cp_group = dp_cp_comm(world, grid);
   grid.embedding_group = embedding_comm(world, grid);

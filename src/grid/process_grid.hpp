@@ -29,8 +29,8 @@ struct ProcessGrid {
   // blocking TP collectives are the step's tp_comm_s.
   std::unique_ptr<TimedComm> tp_group;
   // The ranks holding the other chunks of this rank's sequences, around which ring attention's keys
-  // and values travel.
-  std::unique_ptr<Comm> cp_group;
+  // and values travel; timed, as tp_group: the step's cp_comm_s.
+  std::unique_ptr<TimedComm> cp_group;
   std::unique_ptr<Comm> pp_group;  // the pipeline: one rank per stage
   // Replicas of this rank's shard of the weights: its dp × cp ranks (Megatron's data-parallel group
   // with context parallelism), each computing the gradient of its own tokens. Gradients, the loss

@@ -33,6 +33,7 @@ const StepField kStepFields[] = {
     {"achieved_gflops", &StepRecord::achieved_gflops},
     {"dp_exposed_s", &StepRecord::dp_exposed_s},
     {"tp_comm_s", &StepRecord::tp_comm_s},
+    {"cp_comm_s", &StepRecord::cp_comm_s},
     {"timeline_s", &StepRecord::timeline_s},
     {"mfu", &StepRecord::mfu},
     {"peak_activation_bytes", &StepRecord::peak_activation_bytes},
@@ -76,6 +77,7 @@ struct EventField {
 const EventField kEventFields[] = {
     {"rank", +[](const EventRow& r) { return r.rank; }},
     {"tp", +[](const EventRow& r) { return r.tp; }},
+    {"cp", +[](const EventRow& r) { return r.cp; }},
     {"pp", +[](const EventRow& r) { return r.pp; }},
     {"dp", +[](const EventRow& r) { return r.dp; }},
     {"step", +[](const EventRow& r) { return r.step; }},

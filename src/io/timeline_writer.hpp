@@ -43,6 +43,7 @@ struct StepRecord {
   double mfu = 0;              // achieved / measured GEMM peak
   double dp_exposed_s = 0;     // data-parallel communication not hidden behind backward, the largest of all ranks'
   double tp_comm_s = 0;        // time blocked in tensor-parallel collectives, the largest of all ranks'
+  double cp_comm_s = 0;        // time blocked in ring attention's context-parallel hops, the largest of all ranks'
   double timeline_s = 0;       // gathering and writing this step's /events (the recording overhead)
   std::int64_t peak_activation_bytes = 0;  // the largest of all ranks'
   std::int64_t peak_rss_bytes = 0;         // resident set high-water mark so far, the largest of all ranks'
@@ -57,6 +58,7 @@ struct StepRecord {
 struct EventRow {
   std::int32_t rank = 0;  // world rank
   std::int32_t tp = 0;    // the rank's coordinates in the process grid
+  std::int32_t cp = 0;
   std::int32_t pp = 0;
   std::int32_t dp = 0;
   std::int32_t step = 0;

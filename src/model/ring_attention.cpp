@@ -2,15 +2,23 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/copy.hpp"
 #include "kernels/profile.hpp"
+#include "kernels/residual.hpp"
 
 namespace trident {
 
 namespace {
 
 enum Tag { kKeysTag = 0, kGradsTag = 1 };
+
+// Waits for a hop's receive and send (either may be absent) and forgets them.
+void wait_all(CommRequestPtr (&requests)[2]) {
+  for (CommRequestPtr& request : requests)
+    if (request) std::exchange(request, nullptr)->wait();
+}
 
 }  // namespace
 
@@ -24,6 +32,7 @@ RingAttention::RingAttention(Comm& cp, const AttentionShape& sizes)
     kv_[i] = FloatBuffer("ring_kv", kv_floats);
     dkv_[i] = FloatBuffer("ring_dkv", kv_floats);
   }
+  block_ = FloatBuffer("ring_block", kv_floats);
   part_ld_ = local_.out_ld;
   part_ = FloatBuffer("ring_part", static_cast<std::size_t>(L_) * part_ld_);
   part_lse_ = FloatBuffer("ring_part_lse", static_cast<std::size_t>(sizes.heads) * L_);
@@ -99,38 +108,45 @@ void RingAttention::forward(GemmContext& gemm, float* out, float* log_sum_exp, c
                         scratch_.data(), q + row(b, query) * local_.q_ld, kv, kv + kv_width_, shape);
       if (!first) attention_merge(out_chunk, lse_chunk, part_.data(), part_lse_.data(), shape);
     });
-    for (CommRequestPtr& request : hop)
-      if (request) request->wait();
+    wait_all(hop);
   }
 }
 
+// Backward: the keys travel as in forward. Their gradients travel one step behind: each step's
+// pairs write the gradients of the keys in hand into block_ while the partial sums of the same keys
+// (from the ranks they visited before) arrive; then the block is added and the sums go on. So every
+// hop of gradients but the last overlaps a step's attention, and after cp hops each rank holds the
+// sums of its own keys.
 void RingAttention::backward(GemmContext& gemm, float* dq, float* dk, float* dv, const float* dout, const float* q,
                              const float* k, const float* v, const float* out, const float* log_sum_exp,
                              const AttentionShape& local) {
   use(local);
   const long rows = static_cast<long>(local_.B) * local_.T, kv_ld = 2L * kv_width_;
+  const std::size_t kv_floats = dkv_[0].extent(0);
   pack_keys(k, v);
-  zero_floats(dkv_[0].data(), dkv_[0].extent(0));
   zero_columns(dq, local_.q_ld, rows, local_.heads * local_.head_dim);
+  CommRequestPtr grads_hop[2];
   for (int step = 0; step < cp_.size(); ++step) {
     const FloatBuffer &here = kv_[step % 2], &next = kv_[(step + 1) % 2];
-    const FloatBuffer &grads = dkv_[step % 2], &next_grads = dkv_[(step + 1) % 2];
-    CommRequestPtr keys_hop[2], grads_hop[2];
+    const FloatBuffer& sums = dkv_[step % 2];  // the keys in hand's gradients so far (step 0: none)
+    CommRequestPtr keys_hop[2];
     if (step + 1 < cp_.size()) post_hop(here, next, kKeysTag, keys_hop);
+    const FloatBuffer& block = step == 0 ? sums : block_;
+    zero_floats(block.data(), kv_floats);
     for_each_visible_pair(step, [&](int b, int query, int key, int key_chunk) {
       const float* kv = here.data() + row(b, key) * kv_ld;
-      float* dkv = grads.data() + row(b, key) * kv_ld;
+      float* dkv = block.data() + row(b, key) * kv_ld;
       attention_backward(gemm, dq + row(b, query) * local_.q_ld, dkv, dkv + kv_width_, scratch_.data(),
                          dout + row(b, query) * local_.out_ld, q + row(b, query) * local_.q_ld, kv, kv + kv_width_,
                          out + row(b, query) * local_.out_ld, log_sum_exp + row(b, query) * local_.heads,
                          pair(b, query, key_chunk, true));
     });
-    // The gradients go on with their keys; after the last hop each rank holds its own.
-    if (cp_.size() > 1) post_hop(grads, next_grads, kGradsTag, grads_hop);
-    for (CommRequestPtr* hop : {keys_hop, grads_hop})
-      for (int i = 0; i < 2; ++i)
-        if (hop[i]) hop[i]->wait();
+    wait_all(grads_hop);  // the sums arrived in `sums`; the buffer they left is free again
+    if (step > 0) residual_forward(sums.data(), sums.data(), block.data(), static_cast<long>(kv_floats));
+    if (cp_.size() > 1) post_hop(sums, dkv_[(step + 1) % 2], kGradsTag, grads_hop);
+    wait_all(keys_hop);
   }
+  wait_all(grads_hop);
   const FloatBuffer& own = dkv_[cp_.size() > 1 ? cp_.size() % 2 : 0];
   copy_columns(dk, local_.kv_ld, own.data(), kv_ld, rows, kv_width_);
   copy_columns(dv, local_.kv_ld, own.data() + kv_width_, kv_ld, rows, kv_width_);

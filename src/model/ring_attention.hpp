@@ -4,9 +4,9 @@
 // v and out, in that order. The ranks' k | v chunks travel round the ring, each hop posted before
 // the attention of the chunks in hand; a local query chunk and a visiting key chunk at or before
 // it run the tiled kernel with their positions (AttentionShape's offsets), and the partial outputs
-// merge by their log-sum-exp. Backward sends the key chunks round again with the gradients of
-// their k and v, which every rank adds to on the way and which reach their owner after the last
-// hop. Grouped-query heads travel as their kv heads only. Packed documents: the shape's starts are
+// merge by their log-sum-exp. Backward sends the key chunks round again, and the sums of their k
+// and v gradients one step behind them (each hop overlapping the next step's attention), which
+// every rank adds to and which reach their owner after a whole turn. Grouped-query heads travel as their kv heads only. Packed documents: the shape's starts are
 // positions in the whole sequence, one per local row (kernels/document_mask.hpp's ContextChunks
 // gives the chunks' places).
 #pragma once
@@ -61,7 +61,9 @@ class RingAttention {
   int L_;
   int kv_width_;  // kv_heads · head_dim: the columns of k, and of v
   long part_ld_;  // the widest out_ld a call may give (part_ holds one chunk of such rows)
-  FloatBuffer kv_[2], dkv_[2];  // [B, 2L, 2 · kv_width]: k | v of the visiting chunks, and their gradients
+  // [B, 2L, 2 · kv_width] each: k | v of the visiting chunks, their gradients' travelling sums, and
+  // one backward step's gradients of the keys in hand.
+  FloatBuffer kv_[2], dkv_[2], block_;
   FloatBuffer part_, part_lse_, scratch_;  // one pair's output and statistic, the tiled kernel's scratch
 };
 

@@ -86,6 +86,19 @@ std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, in
   return floats;
 }
 
+// Ring attention's own buffers (model/ring_attention.cpp), `model` holding the rank's seq_len / cp
+// positions: the k | v chunks in hand and arriving, their gradient sums in hand and arriving, and a
+// backward step's gradients (five [B, T, 2 · kv width]), one chunk pair's output, log-sum-exp and
+// tiled-kernel scratch.
+std::int64_t ring_floats(const ModelConfig& model, int micro_batch_size, int tp) {
+  AttentionShape pair = attention_heads(model, micro_batch_size, tp);
+  const std::int64_t kv = static_cast<std::int64_t>(micro_batch_size) * pair.T * 2 * pair.kv_heads * pair.head_dim;
+  pair.B = 1;
+  pair.T /= 2;
+  return 5 * kv + static_cast<std::int64_t>(pair.T) * pair.heads * (pair.head_dim + 1) +
+         static_cast<std::int64_t>(attention_scratch_floats(pair));
+}
+
 namespace {
 
 // The deck's schedule, made once per shape (the planner asks for it per rank, and per candidate
@@ -167,6 +180,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   const ModelConfig rows = rank_rows(deck);
   RankMemory memory;
   memory.workspace_bytes = 4 * workspace_floats(rows, mbs, tp, deck.parallel.sequence_parallel);
+  if (deck.parallel.cp > 1) memory.workspace_bytes += 4 * ring_floats(rows, mbs, tp);
   // Selective recomputation rebuilds one layer's explicit attention probabilities at a time, in one buffer.
   if (selective && deck.model.attention == AttentionKernel::explicit_probabilities)
     memory.recompute_bytes = 4 * static_cast<std::int64_t>(mbs) * (deck.model.heads / tp) * deck.model.seq_len *

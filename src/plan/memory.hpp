@@ -73,7 +73,8 @@ struct RankMemory {
   // recompute = "full": the full stash of the largest chunk, rebuilt for its backward; "selective":
   // one layer's attention probabilities, rebuilt for its backward. 0 otherwise.
   std::int64_t recompute_bytes = 0;
-  // The buffers backward writes activation gradients into (workspace_floats).
+  // The buffers backward writes activation gradients into (workspace_floats), and under context
+  // parallelism the ring's (ring_floats).
   std::int64_t workspace_bytes = 0;
 
   // Schedules that split B into I and W: the most bytes of output gradients the rank keeps from I
@@ -104,6 +105,8 @@ struct RankMemory {
 // sequence parallelism the gathered rows (2*B*T*C), the summed norm gradient (B*T*C/tp) and the
 // norm gradients set aside (8*C). (Selective recomputation's probabilities are recompute_bytes.)
 std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel);
+// Context parallelism's ring attention buffers, for `model` with the rank's seq_len / cp positions.
+std::int64_t ring_floats(const ModelConfig& model, int micro_batch_size, int tp);
 
 // Peak memory of any rank of pipeline rank `rank` (all TP and DP ranks of a stage are alike).
 // `stages` is a partition_layers result with pp * v entries (v = chunks per rank, the deck's

@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "family/family.hpp"
+#include "plan/cp_traffic.hpp"
 #include "plan/layout.hpp"
 #include "plan/memory.hpp"
 #include "plan/model_size.hpp"
@@ -378,6 +379,21 @@ void print_tp_traffic(std::ostream& out, const Deck& deck, const std::vector<Sta
   print_parallel_choices(out, deck, stages);
 }
 
+// The CP ring's messages per step, per pipeline rank (plan/cp_traffic.hpp).
+void print_cp_traffic(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
+  if (deck.parallel.cp == 1) return;
+  out << "\nContext-parallel ring per step (each CP rank of a stage; cp " << deck.parallel.cp << ", "
+      << deck.model.seq_len / deck.parallel.cp << " positions per rank and sequence)\n";
+  TextTable table({"stage", "hops sent", "bytes sent"});
+  for (int rank = 0; rank < deck.parallel.pp; ++rank) {
+    const CpTraffic traffic = cp_traffic_per_step(deck, stages, rank);
+    table.add_row({str(rank), str(traffic.hops), human_bytes(traffic.bytes)});
+  }
+  table.print(out);
+  out << "  per layer and micro-batch: forward cp-1 hops of the k | v chunks in hand, backward cp-1 more and cp\n"
+      << "  of their gradients; the timeline's RING_CP events record the same bytes\n";
+}
+
 // Activation memory and TP traffic of every sequence-parallel and recompute choice.
 void print_parallel_choices(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   out << "\nSequence parallelism x recomputation (the largest rank)\n";
@@ -481,6 +497,7 @@ void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::
   print_schedule(plan, deck);
   print_memory(plan, deck, stages);
   print_tp_traffic(plan, deck, stages);
+  print_cp_traffic(plan, deck, stages);
   print_rank_layout(plan, grid, stages, chunk_placement(deck.schedule));
   out << plan.str();
 }

@@ -22,7 +22,7 @@ std::int64_t norm_output_bytes(const Deck& deck, std::int64_t rows) {
 // One micro-batch's forward through a chunk of `layers` layers.
 void add_forward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool first, bool last) {
   const ModelConfig& model = deck.model;
-  const std::int64_t rows = std::int64_t{deck.schedule.micro_batch_size} * model.seq_len;
+  const std::int64_t rows = std::int64_t{deck.schedule.micro_batch_size} * model.seq_len / deck.parallel.cp;
   const std::int64_t hidden = 4 * rows * model.d_model, layers = chunk.num_layers;
   if (deck.parallel.sequence_parallel) {
     add(t.all_gather, 2 * layers + (last ? 1 : 0), norm_output_bytes(deck, rows));
@@ -36,7 +36,7 @@ void add_forward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool 
 // One micro-batch's backward (input and weight gradients) through the same chunk.
 void add_backward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool first, bool last) {
   const ModelConfig& model = deck.model;
-  const std::int64_t rows = std::int64_t{deck.schedule.micro_batch_size} * model.seq_len;
+  const std::int64_t rows = std::int64_t{deck.schedule.micro_batch_size} * model.seq_len / deck.parallel.cp;
   const std::int64_t hidden = 4 * rows * model.d_model, layers = chunk.num_layers;
   if (!deck.parallel.sequence_parallel) {
     add(t.all_reduce, 2 * layers + (last ? 1 : 0), hidden);

@@ -5,7 +5,7 @@
 // bytes); wire_bytes() is what a ring sends per rank: 2(tp-1)/tp N for an all-reduce, (tp-1)/tp N
 // for the other two.
 //
-// Per layer and micro-batch, N = B*T*C*4 bytes (B*T*C*2 for the norm outputs' all-gathers under
+// Per layer and micro-batch, N = B*T*C*4 bytes (T: the rank's seq_len / cp positions) (B*T*C*2 for the norm outputs' all-gathers under
 // train.precision = "bf16", which keeps them in bf16). Without sequence parallelism: forward 2
 // all-reduces (the row-parallel outputs), backward 2 (the column-parallel input gradients).
 // With it (Megatron's sequence parallelism): forward 2 all-gathers (the norm outputs) and 2

@@ -46,8 +46,9 @@ void print_prediction(std::ostream& out, const Deck& deck, const Machine& machin
       << " with a " << percent(p.bubble) << " bubble, embedding sync " << share_text(p.embedding_sync_s, p.step_time_s)
       << ", exposed DP reduction " << share_text(p.dp_exposed_s, p.step_time_s) << ", optimizer "
       << share_text(p.optimizer_s, p.step_time_s) << "\n";
-  out << "            TP collectives inside the busiest rank's actions: " << share_text(p.tp_comm_s, p.step_time_s)
-      << "\n";
+  out << "            TP collectives inside the busiest rank's actions: " << share_text(p.tp_comm_s, p.step_time_s);
+  if (deck.parallel.cp > 1) out << "; CP ring hops not hidden by attention: " << share_text(p.cp_comm_s, p.step_time_s);
+  out << "\n";
   out << "  speed     " << human_count(p.tokens_per_s) << " tokens/s, " << human_flops(p.flops_per_device)
       << "/s per device (model FLOPs " << human_flops(p.flops_per_step) << " per step), MFU " << percent(p.mfu) << "\n";
   out << "  actions   one micro-batch, first virtual stage: " << actions_text(p.costs.per_virtual_stage.front());
@@ -72,6 +73,7 @@ toml::table prediction_table(const Deck& deck, const Machine& machine, const Ste
       {"deck", deck.path},
       {"devices", deck.parallel.world_size()},
       {"tp", deck.parallel.tp},
+      {"cp", deck.parallel.cp},
       {"pp", deck.parallel.pp},
       {"dp", deck.parallel.dp},
       {"schedule", word_of(p.schedule.kind)},
@@ -86,6 +88,7 @@ toml::table prediction_table(const Deck& deck, const Machine& machine, const Ste
       {"bubble", p.bubble},
       {"pipeline_s", p.pipeline_s},
       {"tp_comm_s", p.tp_comm_s},
+      {"cp_comm_s", p.cp_comm_s},
       {"embedding_sync_s", p.embedding_sync_s},
       {"dp_exposed_s", p.dp_exposed_s},
       {"optimizer_s", p.optimizer_s},
@@ -147,6 +150,7 @@ std::string choice_changes(const GridCandidate& candidate, const GridCandidate& 
   };
   const std::pair<const char*, std::pair<std::string, std::string>> choices[] = {
       {"tp", {std::to_string(candidate.deck.parallel.tp), std::to_string(deck.deck.parallel.tp)}},
+      {"cp", {std::to_string(candidate.deck.parallel.cp), std::to_string(deck.deck.parallel.cp)}},
       {"pp", {std::to_string(candidate.deck.parallel.pp), std::to_string(deck.deck.parallel.pp)}},
       {"dp", {std::to_string(candidate.deck.parallel.dp), std::to_string(deck.deck.parallel.dp)}},
       {"micro-batch",
@@ -189,7 +193,8 @@ void print_search_explained(std::ostream& out, const Machine& machine, const Gri
     const GridCandidate& candidate = search.fastest[i];
     const StepPrediction& p = candidate.prediction;
     out << "  #" << i + 1 << ": computing " << share_text(p.pipeline_s - p.bubble * p.pipeline_s, p.step_time_s)
-        << " (TP collectives " << seconds_text(p.tp_comm_s) << " of it), bubble "
+        << " (TP collectives " << seconds_text(p.tp_comm_s)
+        << (p.cp_comm_s > 0 ? ", CP ring " + seconds_text(p.cp_comm_s) : std::string()) << " of it), bubble "
         << share_text(p.bubble * p.pipeline_s, p.step_time_s) << "; after the pipeline: DP "
         << seconds_text(p.dp_exposed_s) << ", optimizer " << seconds_text(p.optimizer_s) << ", embedding sync "
         << seconds_text(p.embedding_sync_s) << "\n";

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
+
+#include "plan/layout.hpp"
 
 namespace trident {
 namespace {
@@ -31,12 +34,26 @@ std::vector<ScheduleChoice> schedule_choices(int pp, int layers, int microbatche
   return choices;
 }
 
-Deck candidate_deck(const Deck& deck, int tp, int pp, int dp, int micro_batch_size, int microbatches,
+// The context-parallel sizes the deck's model can run on `devices` ranks with tp: whole chunks of
+// positions (seq_len a multiple of 2 · cp, and of tp under sequence parallelism), on the tiled kernel.
+std::vector<int> cp_choices(const Deck& deck, int devices, int tp) {
+  std::vector<int> choices;
+  for (const int cp : divisors(devices)) {
+    const int seq_len = deck.model.seq_len;
+    if (cp > 1 && (deck.model.attention != AttentionKernel::tiled || seq_len % (2 * cp) != 0)) continue;
+    if (deck.parallel.sequence_parallel && (seq_len / cp) % tp != 0) continue;
+    choices.push_back(cp);
+  }
+  return choices;
+}
+
+Deck candidate_deck(const Deck& deck, GridCoords sizes, int micro_batch_size, int microbatches,
                     ScheduleChoice schedule, Recompute recompute) {
   Deck candidate = deck;
-  candidate.parallel.tp = tp;
-  candidate.parallel.pp = pp;
-  candidate.parallel.dp = dp;
+  candidate.parallel.tp = sizes.tp;
+  candidate.parallel.cp = sizes.cp;
+  candidate.parallel.pp = sizes.pp;
+  candidate.parallel.dp = sizes.dp;
   candidate.parallel.stage_layers.clear();  // the deck's split was for its own pipeline
   candidate.schedule.micro_batch_size = micro_batch_size;
   candidate.schedule.microbatches = microbatches;
@@ -44,6 +61,22 @@ Deck candidate_deck(const Deck& deck, int tp, int pp, int dp, int micro_batch_si
   candidate.schedule.virtual_stages = schedule.chunks;
   candidate.schedule.recompute = recompute;
   return candidate;
+}
+
+// Predicts one candidate and files it: among the fastest when it fits, counted either way.
+void add_candidate(GridSearch& search, const Machine& machine, Deck deck) {
+  GridCandidate candidate{std::move(deck), {}};
+  try {
+    candidate.prediction = predict_step(candidate.deck, machine);
+  } catch (const std::exception&) {
+    return;  // a combination the generators refuse
+  }
+  ++search.predicted;
+  if (!candidate.prediction.fits) {
+    ++search.over_memory;
+    return;
+  }
+  search.fastest.push_back(std::move(candidate));
 }
 
 }  // namespace
@@ -57,27 +90,18 @@ GridSearch search_grids(const Deck& deck, const Machine& machine, int devices, i
   GridSearch search;
   for (const int tp : divisors(devices)) {
     if (tp > machine.devices_per_node || deck.model.heads % tp != 0 || deck.model.key_value_heads() % tp != 0) continue;
-    for (const int pp : divisors(devices / tp)) {
-      const int dp = devices / (tp * pp);
-      if (pp > deck.model.layers || sequences % dp != 0) continue;
-      for (const int micro_batch_size : {1, 2, 4, 8}) {
-        if ((sequences / dp) % micro_batch_size != 0) continue;
-        const int microbatches = sequences / dp / micro_batch_size;
-        for (const ScheduleChoice schedule : schedule_choices(pp, deck.model.layers, microbatches)) {
-          for (const Recompute recompute : recomputes) {
-            GridCandidate candidate{
-                candidate_deck(deck, tp, pp, dp, micro_batch_size, microbatches, schedule, recompute), {}};
-            try {
-              candidate.prediction = predict_step(candidate.deck, machine);
-            } catch (const std::exception&) {
-              continue;  // a combination the generators refuse
-            }
-            ++search.predicted;
-            if (!candidate.prediction.fits) {
-              ++search.over_memory;
-              continue;
-            }
-            search.fastest.push_back(std::move(candidate));
+    for (const int cp : cp_choices(deck, devices / tp, tp)) {
+      for (const int pp : divisors(devices / (tp * cp))) {
+        const int dp = devices / (tp * cp * pp);
+        if (pp > deck.model.layers || sequences % dp != 0) continue;
+        for (const int micro_batch_size : {1, 2, 4, 8}) {
+          if ((sequences / dp) % micro_batch_size != 0) continue;
+          const int microbatches = sequences / dp / micro_batch_size;
+          for (const ScheduleChoice schedule : schedule_choices(pp, deck.model.layers, microbatches)) {
+            for (const Recompute recompute : recomputes)
+              add_candidate(search, machine,
+                            candidate_deck(deck, {.tp = tp, .cp = cp, .pp = pp, .dp = dp}, micro_batch_size,
+                                           microbatches, schedule, recompute));
           }
         }
       }

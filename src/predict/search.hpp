@@ -2,8 +2,9 @@
 // machine can hold, fastest predicted step first. Pure.
 //
 // The global batch (micro_batch_size × microbatches × dp sequences) and the model stay the deck's;
-// what varies: tp (dividing the heads, at most one node's devices), pp (at most one layer per
-// stage), dp = devices / (tp · pp), the micro-batch size (1, 2, 4, 8 dividing the sequences of a
+// what varies: tp (dividing the heads, at most one node's devices), cp (with the tiled attention
+// kernel, whole chunks: seq_len a multiple of 2 · cp), pp (at most one layer per stage),
+// dp = devices / (tp · cp · pp), the micro-batch size (1, 2, 4, 8 dividing the sequences of a
 // replica), the schedule (1f1b, zb-h1; with pp > 1 also interleaved-1f1b, zb-v and dualpipev with
 // two chunks per rank, where they can run), and recomputation (none, full, and selective with the
 // explicit attention kernel, whose probabilities it drops). The

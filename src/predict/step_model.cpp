@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "family/family.hpp"
 #include "plan/layout.hpp"
@@ -13,16 +14,19 @@
 namespace trident {
 namespace {
 
-// Time of one pass (an F, I or W of one micro-batch) split by what bounds it.
+// Time of one pass (an F, I or W of one micro-batch) split by what bounds it: comm is the TP
+// collectives', ring the CP ring's hops that the attention in hand does not hide.
 struct PassTime {
-  double gemm = 0.0, elementwise = 0.0, comm = 0.0;
-  double total() const { return gemm + elementwise + comm; }
+  double gemm = 0.0, elementwise = 0.0, comm = 0.0, ring = 0.0;
+  double total() const { return gemm + elementwise + comm + ring; }
   PassTime& operator+=(const PassTime& other) {
     gemm += other.gemm;
     elementwise += other.elementwise;
     comm += other.comm;
+    ring += other.ring;
     return *this;
   }
+  PassTime scaled(double count) const { return {gemm * count, elementwise * count, comm * count, ring * count}; }
 };
 
 struct PieceTime {  // a layer, the embedding or the head
@@ -35,10 +39,12 @@ struct CostContext {
   const Machine& machine;
   double peak = 0.0;
   double element_bytes = 4.0;
-  Link tp_link, pp_link, dp_link, embedding_link;
+  Link tp_link, cp_link, pp_link, dp_link, embedding_link;
 
   int tp() const { return deck.parallel.tp; }
-  double rows() const { return static_cast<double>(deck.schedule.micro_batch_size) * deck.model.seq_len; }
+  int cp() const { return deck.parallel.cp; }
+  // A rank's rows of a micro-batch: seq_len / cp positions of each sequence.
+  double rows() const { return static_cast<double>(deck.schedule.micro_batch_size) * deck.model.seq_len / cp(); }
   // The residual stream's rows on one TP rank: all of them, or 1/tp under sequence parallelism.
   double stream_rows() const { return deck.parallel.sequence_parallel ? rows() / tp() : rows(); }
   double gemm(double m, double n, double k, double count = 1.0) const {
@@ -54,8 +60,16 @@ struct CostContext {
     if (ranks <= 1) return 0.0;
     return 2.0 * (ranks - 1) / ranks * bytes / link.bandwidth + 2.0 * (ranks - 1) * link.latency;
   }
+  // One hop of the CP ring: a rank's k | v chunks (this TP rank's kv heads) to its neighbour.
+  double ring_hop() const {
+    const ModelConfig& model = deck.model;
+    const double kv_bytes = rows() * 2.0 * model.key_value_heads() / tp() * model.head_dim() * element_bytes;
+    return cp_link.latency + kv_bytes / cp_link.bandwidth;
+  }
 };
 
+// A rank's queries (seq_len / cp of each sequence, its two balanced chunks under CP) against the
+// keys at or before them.
 PassTime attention_core_forward(const CostContext& c) {
   const ModelConfig& model = c.deck.model;
   const double heads = static_cast<double>(model.heads) / c.tp();
@@ -64,9 +78,23 @@ PassTime attention_core_forward(const CostContext& c) {
   const double causal = tiled ? 0.5 : 1.0;  // the tiled kernel skips the masked tiles
   const double products = c.deck.schedule.micro_batch_size * heads;
   PassTime time;
-  time.gemm = c.gemm(t * causal, t, hd, 2.0 * products);  // scores and values, per sequence and head
+  time.gemm = c.gemm(t / c.cp() * causal, t, hd, 2.0 * products);  // scores and values, per sequence and head
   if (!tiled) time.elementwise = c.traffic(products * t * t, 2.0, c.element_bytes);  // the softmax
   return time;
+}
+
+// What the CP ring's hops add to a layer's attention (model/ring_attention.hpp): of its cp steps,
+// each of the first cp − 1 posts the hop of the keys in hand before their attention, so a hop shows
+// only where it outlasts a step's share of the core. Backward's steps (each twice forward's share)
+// carry the keys' hop and the hop of the gradient sums one step behind: step 0 the keys', steps 1
+// to cp − 2 both, step cp − 1 the sums'; the last hop of sums, after the last step, shows whole.
+std::pair<double, double> ring_exposed(const CostContext& c, const PassTime& core) {
+  if (c.cp() == 1) return {0.0, 0.0};
+  const double hop = c.ring_hop(), steps = c.cp(), share = core.total() / steps;
+  const auto shows = [](double hops, double attention) { return std::max(0.0, hops - attention); };
+  const double forward = (steps - 1) * shows(hop, share);
+  const double backward = 2.0 * shows(hop, 2.0 * share) + (steps - 2) * shows(2.0 * hop, 2.0 * share) + hop;
+  return {forward, backward};
 }
 
 PieceTime layer_time(const CostContext& c) {
@@ -84,8 +112,10 @@ PieceTime layer_time(const CostContext& c) {
   const double activations =
       c.traffic(c.stream_rows() * d, 10.0, c.element_bytes) + c.traffic(rows * ffn, mlp_inputs + 1.0, c.element_bytes);
   const double all_reduce = c.tp_all_reduce(rows * d * c.element_bytes);
-  layer.forward = {weight_gemms + core.gemm, activations + core.elementwise, 2.0 * all_reduce};
-  layer.input_grad = {weight_gemms + 2.0 * core.gemm, 2.0 * (activations + core.elementwise), 2.0 * all_reduce};
+  const auto [ring_forward, ring_backward] = ring_exposed(c, core);
+  layer.forward = {weight_gemms + core.gemm, activations + core.elementwise, 2.0 * all_reduce, ring_forward};
+  layer.input_grad = {weight_gemms + 2.0 * core.gemm, 2.0 * (activations + core.elementwise), 2.0 * all_reduce,
+                      ring_backward};
   layer.weight_grad = {weight_gemms, 0.0, c.deck.parallel.sequence_parallel ? all_reduce : 0.0};
   if (c.deck.schedule.recompute == Recompute::selective) layer.input_grad += core;
   return layer;
@@ -113,10 +143,11 @@ PieceTime head_time(const CostContext& c) {
   return head;
 }
 
-// One micro-batch's F, B, I and W on a virtual stage, and the TP collectives' share of them.
+// One micro-batch's F, B, I and W on a virtual stage, and the TP collectives' and the CP ring's
+// share of them.
 struct StageTimes {
   ActionCosts::Stage costs;
-  double tp_comm = 0.0;
+  double tp_comm = 0.0, cp_comm = 0.0;
 };
 
 StageTimes stage_times(const CostContext& c, const StageLayers& layers, bool first, bool last) {
@@ -125,7 +156,7 @@ StageTimes stage_times(const CostContext& c, const StageLayers& layers, bool fir
   const auto add = [&stage](const PieceTime& piece, double count) {
     for (auto [to, from] : {std::pair{&stage.forward, &piece.forward}, std::pair{&stage.input_grad, &piece.input_grad},
                             std::pair{&stage.weight_grad, &piece.weight_grad}})
-      *to += PassTime{from->gemm * count, from->elementwise * count, from->comm * count};
+      *to += from->scaled(count);
   };
   add(layer, layers.num_layers);
   if (first) add(embedding_time(c), 1.0);
@@ -133,12 +164,13 @@ StageTimes stage_times(const CostContext& c, const StageLayers& layers, bool fir
   if (c.deck.schedule.recompute == Recompute::full) stage.input_grad += stage.forward;  // the chunk's, head included
   const double input_grad = stage.input_grad.total(), weight_grad = stage.weight_grad.total();
   return {{stage.forward.total(), input_grad + weight_grad, input_grad, weight_grad},
-          stage.forward.comm + stage.input_grad.comm + stage.weight_grad.comm};
+          stage.forward.comm + stage.input_grad.comm + stage.weight_grad.comm,
+          stage.forward.ring + stage.input_grad.ring + stage.weight_grad.ring};
 }
 
 // An [emulate] deck's actions sleep what it says, whatever the machine.
 StageTimes emulated_times(const EmulateConfig& e) {
-  return {{e.forward_ms / 1e3, e.backward_ms / 1e3, e.input_grad_ms / 1e3, e.weight_grad_ms / 1e3}, 0.0};
+  return {{e.forward_ms / 1e3, e.backward_ms / 1e3, e.input_grad_ms / 1e3, e.weight_grad_ms / 1e3}, 0.0, 0.0};
 }
 
 // The link a group of world ranks uses: the inter-node one when any group along `axis` spans nodes.
@@ -151,6 +183,13 @@ Link axis_link(const Deck& deck, const Machine& machine, Axis axis) {
   return machine.intra_node;
 }
 
+// The link of the dp × cp ranks that reduce the gradients: the inter-node one when either axis
+// leaves a node.
+Link replicas_link(const Deck& deck, const Machine& machine) {
+  const Link dp = axis_link(deck, machine, Axis::dp), cp = axis_link(deck, machine, Axis::cp);
+  return dp.bandwidth <= cp.bandwidth ? dp : cp;
+}
+
 CostContext cost_context(const Deck& deck, const Machine& machine) {
   const int last_stage = coords_to_rank({.pp = deck.parallel.pp - 1}, deck.parallel);
   return {deck,
@@ -158,8 +197,9 @@ CostContext cost_context(const Deck& deck, const Machine& machine) {
           machine.peak_flops(deck.train.precision),
           deck.train.precision == MatmulPrecision::bf16 ? 2.0 : 4.0,
           axis_link(deck, machine, Axis::tp),
+          axis_link(deck, machine, Axis::cp),
           axis_link(deck, machine, Axis::pp),
-          axis_link(deck, machine, Axis::dp),
+          replicas_link(deck, machine),
           last_stage / machine.devices_per_node == 0 ? machine.intra_node : machine.inter_node};
 }
 
@@ -167,7 +207,7 @@ CostContext cost_context(const Deck& deck, const Machine& machine) {
 void add_after_pipeline(StepPrediction& p, const CostContext& c, const std::vector<StageLayers>& stages) {
   const Deck& deck = c.deck;
   const ChunkPlacement placement = p.schedule.placement;
-  const int dp = deck.parallel.dp;
+  const int dp = deck.parallel.dp * deck.parallel.cp;  // the gradients' replicas
   double slowest = 0.0;
   const int chunks = static_cast<int>(stages.size()) / deck.parallel.pp;
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
@@ -207,15 +247,17 @@ StepPrediction predict_step(const Deck& deck, const Machine& machine) {
   planned.schedule.virtual_stages = p.schedule.chunks;
   const std::vector<StageLayers> stages = partition_layers(planned.model, planned.parallel, p.schedule.chunks);
   const CostContext c = cost_context(planned, machine);
-  std::vector<double> rank_tp_comm(deck.parallel.pp, 0.0);
+  std::vector<double> rank_tp_comm(deck.parallel.pp, 0.0), rank_cp_comm(deck.parallel.pp, 0.0);
   for (std::size_t vs = 0; vs < stages.size(); ++vs) {
     const StageTimes times = deck.emulate.enabled ? emulated_times(deck.emulate)
                                                   : stage_times(c, stages[vs], vs == 0, vs + 1 == stages.size());
     p.costs.per_virtual_stage.push_back(times.costs);
     const int rank = chunk_position(p.schedule.placement, deck.parallel.pp, static_cast<int>(vs)).rank;
     rank_tp_comm[rank] += times.tp_comm * deck.schedule.microbatches;
+    rank_cp_comm[rank] += times.cp_comm * deck.schedule.microbatches;
   }
   p.tp_comm_s = *std::max_element(rank_tp_comm.begin(), rank_tp_comm.end());
+  p.cp_comm_s = *std::max_element(rank_cp_comm.begin(), rank_cp_comm.end());
   const double message_bytes = c.stream_rows() * deck.model.d_model * c.element_bytes;
   p.costs.p2p_latency = deck.parallel.pp > 1 ? c.pp_link.latency + message_bytes / c.pp_link.bandwidth : 0.0;
   const SimulatedStep simulated = simulate(p.schedule, p.costs);

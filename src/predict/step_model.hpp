@@ -17,12 +17,18 @@
 //                     bytes) of the activations, 2 per layer in F and 2 in I (and 1 in W under sequence
 //                     parallelism), on the intra-node link when every TP group sits in one node,
 //                     the inter-node link otherwise.
+//   context parallel  a rank computes seq_len / cp rows of each sequence, its attention core a
+//                     cp-th of the causal square; the ring's cp − 1 hops of k | v per layer (this TP
+//                     rank's kv heads) each overlap a cp-th of the core and show where they outlast
+//                     it; backward's hops of the keys' gradient sums, one step behind the keys,
+//                     overlap the next step but the last (model/ring_attention.hpp); on the link the
+//                     cp groups use.
 //   recomputation     "full": I runs the chunk's whole forward again, its collectives included;
 //                     "selective": I recomputes the attention core.
 // The schedule the deck runs (auto's choice included) is simulated with these costs and, between
 // ranks, one message's time (latency + bytes / bandwidth on the link the pipeline crosses). After
 // the pipeline: the tied embedding's gradient sum between the first and the last stage, the data-
-// parallel gradient reduction (a ring over the dp group of the rank's fp32 gradients, started
+// parallel gradient reduction (a ring over the dp × cp ranks of the rank's fp32 gradients, started
 // during the last micro-batch's backward as trident does, so only what outlasts that backward
 // shows; ZeRO-1's all-gather of the updated weights after the optimizer), and AdamW (28 bytes per
 // parameter through memory). An [emulate] deck's actions take the times it gives (the machine still
@@ -44,6 +50,7 @@ struct StepPrediction {
   double pipeline_s = 0.0;  // the simulated schedule
   double bubble = 0.0;      // of the simulated schedule
   double tp_comm_s = 0.0;   // TP collectives inside the busiest rank's actions over the step
+  double cp_comm_s = 0.0;   // the CP ring's hops that attention does not hide, on the busiest rank
   double embedding_sync_s = 0.0;
   double dp_exposed_s = 0.0;  // the data-parallel reduction (and ZeRO-1's all-gather) not hidden
   double optimizer_s = 0.0;

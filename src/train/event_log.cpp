@@ -1,6 +1,7 @@
 #include "train/event_log.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -30,9 +31,44 @@ class RowType {
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
 };
 
+// Which collectives of a group become which timeline events.
+struct TalliedKind {
+  Collective collective;
+  EventKind event;
+};
+
+void add_tallied_events(TimedComm& group, std::initializer_list<TalliedKind> kinds, double to_run_clock,
+                        std::vector<TimelineEvent>& events) {
+  const CollectiveTallies tallies = group.take_collectives();
+  if (group.size() == 1) return;
+  for (const TalliedKind& kind : kinds) {
+    const CollectiveTally& tally = tallies[static_cast<int>(kind.collective)];
+    if (tally.calls == 0) continue;
+    const double start = tally.first_call + to_run_clock;
+    events.push_back({kind.event, -1, -1, start, start + tally.blocked_seconds, tally.bytes});
+  }
+}
+
 }  // namespace
 
-std::vector<EventRow> gather_events(MPI_Comm world, const EventLog& log, int tp, int pp, int dp, int step) {
+std::vector<TimelineEvent> take_collective_events(TimedComm& tp, TimedComm& cp, double to_run_clock) {
+  std::vector<TimelineEvent> events;
+  add_tallied_events(tp,
+                     {{Collective::all_reduce, EventKind::allreduce_tp},
+                      {Collective::all_gather, EventKind::allgather_tp},
+                      {Collective::reduce_scatter, EventKind::reduce_scatter_tp}},
+                     to_run_clock, events);
+  add_tallied_events(cp, {{Collective::point_to_point, EventKind::ring_cp}}, to_run_clock, events);
+  std::ranges::sort(events, {}, &TimelineEvent::t_start);
+  for (std::size_t i = 1; i < events.size(); ++i) {
+    const double shift = std::max(0.0, events[i - 1].t_end - events[i].t_start);
+    events[i].t_start += shift;
+    events[i].t_end += shift;
+  }
+  return events;
+}
+
+std::vector<EventRow> gather_events(MPI_Comm world, const EventLog& log, const GridCoords& at, int step) {
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(world, &rank);
@@ -40,7 +76,8 @@ std::vector<EventRow> gather_events(MPI_Comm world, const EventLog& log, int tp,
 
   std::vector<EventRow> mine;
   mine.reserve(log.events().size());
-  for (const TimelineEvent& event : log.events()) mine.push_back(EventRow{rank, tp, pp, dp, step, event});
+  for (const TimelineEvent& event : log.events())
+    mine.push_back(EventRow{rank, at.tp, at.cp, at.pp, at.dp, step, event});
   if (mine.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw std::length_error("gather_events: rank " + std::to_string(rank) + " recorded more events than MPI counts");
   const int count = static_cast<int>(mine.size());

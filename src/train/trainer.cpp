@@ -164,36 +164,15 @@ struct Trainer::State {
             deck.schedule.timeout_s,
             [this] { return clock.now(); },
             [this](const std::string& what) { abort_job(what); },
-            [this] { return tp_collective_events(); },
+            [this] { return collective_events(); },
             [this](int pipeline_rank) { return describe_pipeline_peer(grid, pipeline_rank); },
             grid.config.p2p,
             [this] { return mark(); }};
   }
 
-  // The TP group's collectives since the last call, one event per kind on the run's clock (none
-  // without tensor parallelism, where they are no-ops): as long as the rank was blocked in that
-  // kind, laid end to end from each kind's first call so that they never overlap (the blocked
-  // intervals themselves are disjoint, so the last still ends within the action).
-  std::vector<TimelineEvent> tp_collective_events() {
-    const CollectiveTallies tallies = grid.tp_group->take_collectives();
-    if (grid.tp_group->size() == 1) return {};
-    const double to_run_clock = clock.now() - steady_seconds();
-    const EventKind kinds[kCollectiveKinds] = {EventKind::allreduce_tp, EventKind::allgather_tp,
-                                               EventKind::reduce_scatter_tp};
-    std::vector<TimelineEvent> events;
-    for (int kind = 0; kind < kCollectiveKinds; ++kind) {
-      const CollectiveTally& tally = tallies[kind];
-      if (tally.calls == 0) continue;
-      const double start = tally.first_call + to_run_clock;
-      events.push_back({kinds[kind], -1, -1, start, start + tally.blocked_seconds, tally.bytes});
-    }
-    std::ranges::sort(events, {}, &TimelineEvent::t_start);
-    for (std::size_t i = 1; i < events.size(); ++i) {
-      const double shift = std::max(0.0, events[i - 1].t_end - events[i].t_start);
-      events[i].t_start += shift;
-      events[i].t_end += shift;
-    }
-    return events;
+  // The TP collectives and CP ring hops of the action just run (train/event_log.hpp).
+  std::vector<TimelineEvent> collective_events() {
+    return take_collective_events(*grid.tp_group, *grid.cp_group, clock.now() - steady_seconds());
   }
 
   void measure_gemm_peak(RunSummary& run);
@@ -212,9 +191,9 @@ struct Trainer::State {
   struct StepMaxima {
     std::vector<std::int64_t> stage_peaks;  // activation bytes per stage
     std::int64_t peak_rss = 0;
-    double dp_exposed_s = 0.0, tp_comm_s = 0.0;
+    double dp_exposed_s = 0.0, tp_comm_s = 0.0, cp_comm_s = 0.0;
   };
-  StepMaxima reduce_step_maxima(double tp_comm_seconds);
+  StepMaxima reduce_step_maxima();
   bool checkpoint_or_stop(int step);
   void replan_after(int step);
   bool move_layers(int step, const Schedule& next, const std::vector<StageLayers>& moved_to);
@@ -358,6 +337,7 @@ StepTotals Trainer::State::train_step(int step) {
   StepTotals totals;
   totals.start = std::chrono::steady_clock::now();
   grid.tp_group->take_blocked_seconds();  // not the checkpoint's gathers between steps
+  grid.cp_group->take_blocked_seconds();
   work->model.zero_grads();
   load_microbatches(step);
   PipelineStepResult pipeline = executor->run_step(*work->compute);
@@ -440,7 +420,6 @@ void Trainer::State::settle_events() {
 // Gathers every rank's events and figures to world rank 0, which appends them to the timeline and
 // prints the progress line.
 void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPrinter& progress) {
-  const double tp_comm_seconds = grid.tp_group->take_blocked_seconds();
   // The gather synchronises the ranks; waiting for the slowest one is the step's imbalance, not
   // the recording's cost, so it happens before the clock starts.
   {
@@ -452,10 +431,10 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   std::vector<EventRow> rows;
   {
     const BlockedIn watched("gather of the step's events", world_group(world));
-    rows = gather_events(world, events, grid.tp_rank(), grid.pp_rank(), grid.dp_rank(), step);
+    rows = gather_events(world, events, grid.coords, step);
   }
   const double gather_seconds = clock.now() - gather_start;
-  const StepMaxima maxima = reduce_step_maxima(tp_comm_seconds);
+  const StepMaxima maxima = reduce_step_maxima();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - totals.start).count() - totals.eval_seconds;
   if (!is_root()) return;
@@ -475,6 +454,7 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.mfu = record.achieved_gflops / (gemm_peak_gflops * grid.world_size);
   record.dp_exposed_s = maxima.dp_exposed_s;
   record.tp_comm_s = maxima.tp_comm_s;
+  record.cp_comm_s = maxima.cp_comm_s;
   record.peak_activation_bytes = *std::max_element(maxima.stage_peaks.begin(), maxima.stage_peaks.end());
   record.peak_activation_bytes_per_stage = maxima.stage_peaks;
   record.peak_rss_bytes = maxima.peak_rss;
@@ -488,20 +468,21 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
 // On world rank 0: per stage the largest activation peak of its ranks, the largest resident set,
 // and whichever rank waited longest in communication (what communication and imbalance cost the
 // step; rank 0 alone may be the slow one that never waits; Megatron's timers report the maximum).
-Trainer::State::StepMaxima Trainer::State::reduce_step_maxima(double tp_comm_seconds) {
+Trainer::State::StepMaxima Trainer::State::reduce_step_maxima() {
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(deck.parallel.pp) + 1, 0);
   peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(work->model.peak_activation_bytes());
   peaks.back() = peak_resident_bytes();
-  double blocked_seconds[2] = {work->sync.last_exposed_seconds(), tp_comm_seconds};
+  double blocked_seconds[3] = {work->sync.last_exposed_seconds(), grid.tp_group->take_blocked_seconds(),
+                               grid.cp_group->take_blocked_seconds()};
   {
     const BlockedIn watched("reduce of the step's figures", world_group(world));
     MPI_Reduce(is_root() ? MPI_IN_PLACE : peaks.data(), peaks.data(), deck.parallel.pp + 1, MPI_INT64_T, MPI_MAX, 0,
                world);
-    MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 2, MPI_DOUBLE, MPI_MAX, 0, world);
+    MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 3, MPI_DOUBLE, MPI_MAX, 0, world);
   }
   const std::int64_t peak_rss = peaks.back();
   peaks.pop_back();
-  return {std::move(peaks), peak_rss, blocked_seconds[0], blocked_seconds[1]};
+  return {std::move(peaks), peak_rss, blocked_seconds[0], blocked_seconds[1], blocked_seconds[2]};
 }
 
 // Saves a checkpoint when one is due or a stop signal arrived; returns whether to stop. Signals are

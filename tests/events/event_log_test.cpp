@@ -50,8 +50,8 @@ TEST(GatherEvents, RankZeroGetsEveryRanksEventsTaggedAndSorted) {
   for (int i = events_of(rank) - 1; i >= 0; --i)
     log.record(event(i % 2 == 0 ? EventKind::forward : EventKind::send, 10.0 * rank + i, 10.0 * rank + i + 0.5,
                      /*microbatch=*/i, /*bytes=*/1000 * rank + i));
-  const std::vector<EventRow> rows =
-      gather_events(MPI_COMM_WORLD, log, /*tp=*/rank % 2, /*pp=*/rank / 2, /*dp=*/100 + rank, /*step=*/7);
+  const GridCoords at{.tp = rank % 2, .cp = rank % 3, .pp = rank / 2, .dp = 100 + rank};
+  const std::vector<EventRow> rows = gather_events(MPI_COMM_WORLD, log, at, /*step=*/7);
   if (rank != 0) {
     EXPECT_TRUE(rows.empty());
     return;
@@ -66,6 +66,7 @@ TEST(GatherEvents, RankZeroGetsEveryRanksEventsTaggedAndSorted) {
       const EventRow& got = rows[next];
       EXPECT_EQ(got.rank, r) << "row " << next;
       EXPECT_EQ(got.tp, r % 2);
+      EXPECT_EQ(got.cp, r % 3);
       EXPECT_EQ(got.pp, r / 2);
       EXPECT_EQ(got.dp, 100 + r);
       EXPECT_EQ(got.step, 7);
@@ -80,7 +81,7 @@ TEST(GatherEvents, RankZeroGetsEveryRanksEventsTaggedAndSorted) {
 
 TEST(GatherEvents, NothingRecordedAnywhereGivesNoRows) {
   const EventLog log;
-  EXPECT_TRUE(gather_events(MPI_COMM_WORLD, log, 0, 0, 0, 1).empty());
+  EXPECT_TRUE(gather_events(MPI_COMM_WORLD, log, {}, 1).empty());
 }
 
 TEST(GatherEvents, ClearKeepsNothingForTheNextStep) {
@@ -88,7 +89,7 @@ TEST(GatherEvents, ClearKeepsNothingForTheNextStep) {
   log.record(event(EventKind::optimizer, 0.0, 1.0));
   log.clear();
   log.record(event(EventKind::forward, 2.0, 3.0, 0));
-  const std::vector<EventRow> rows = gather_events(MPI_COMM_WORLD, log, 0, 0, 0, 2);
+  const std::vector<EventRow> rows = gather_events(MPI_COMM_WORLD, log, {}, 2);
   if (world_rank() == 0) {
     ASSERT_EQ(rows.size(), static_cast<std::size_t>(world_size()));
     for (const EventRow& r : rows) EXPECT_EQ(r.event.kind, EventKind::forward);
@@ -102,7 +103,7 @@ TEST(MeasuredBubble, OfGatheredStaircase) {
   EventLog log;
   log.record(event(EventKind::forward, rank, rank + 1.0, 0));
   log.record(event(EventKind::recv, -5.0, rank));  // waits are not compute: outside the span
-  const std::vector<EventRow> rows = gather_events(MPI_COMM_WORLD, log, 0, rank, 0, 1);
+  const std::vector<EventRow> rows = gather_events(MPI_COMM_WORLD, log, {.pp = rank}, 1);
   if (rank == 0) {
     EXPECT_NEAR(measured_bubble(rows, world_size()), 1.0 - 1.0 / world_size(), 1e-12);
   }

@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "comm/mpi_comm.hpp"
@@ -38,8 +40,47 @@ std::vector<T> local_rows(const std::vector<T>& whole, long ld, int total, int r
   return local;
 }
 
-void expect_ring_matches_whole_sequence(bool with_documents) {
-  const std::unique_ptr<Comm> cp = make_mpi_comm(MPI_COMM_WORLD, "cp");
+// The MPI group with every message's tag dropped: messages then pair up by posting order alone, one
+// FIFO per pair of ranks, as NCCL matches them (the ring must post its hops in the same order on
+// every rank).
+class PostingOrderComm final : public Comm {
+ public:
+  explicit PostingOrderComm(std::unique_ptr<Comm> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  void all_reduce_sum(float* data, std::size_t count) override { inner_->all_reduce_sum(data, count); }
+  double all_reduce_sum(double value) override { return inner_->all_reduce_sum(value); }
+  CommRequestPtr all_reduce_sum_async(float* data, std::size_t count) override {
+    return inner_->all_reduce_sum_async(data, count);
+  }
+  void queue_all_reduce_sum(double* data, std::size_t count) override { inner_->queue_all_reduce_sum(data, count); }
+  void all_gather(const float* send, float* recv, std::size_t count) override { inner_->all_gather(send, recv, count); }
+  void all_gather(const std::uint16_t* send, std::uint16_t* recv, std::size_t count) override {
+    inner_->all_gather(send, recv, count);
+  }
+  void reduce_scatter_sum(const float* send, float* recv, std::size_t count) override {
+    inner_->reduce_scatter_sum(send, recv, count);
+  }
+  CommRequestPtr reduce_scatter_sum_async(const float* send, float* recv, std::size_t count) override {
+    return inner_->reduce_scatter_sum_async(send, recv, count);
+  }
+  void broadcast(float* data, std::size_t count, int root) override { inner_->broadcast(data, count, root); }
+  CommRequestPtr send_async(const float* data, std::size_t count, int peer, int) override {
+    return inner_->send_async(data, count, peer, 0);
+  }
+  CommRequestPtr recv_async(float* data, std::size_t count, int peer, int) override {
+    return inner_->recv_async(data, count, peer, 0);
+  }
+
+ private:
+  std::unique_ptr<Comm> inner_;
+};
+
+enum class Matching { by_tag, by_posting_order };
+
+void expect_ring_matches_whole_sequence(bool with_documents, Matching matching = Matching::by_tag) {
+  std::unique_ptr<Comm> cp = make_mpi_comm(MPI_COMM_WORLD, "cp");
+  if (matching == Matching::by_posting_order) cp = std::make_unique<PostingOrderComm>(std::move(cp));
   const int ranks = cp->size(), total = 2 * ranks * kChunk;
   // Document starts: cuts inside chunks and on a chunk border, in both sequences.
   std::vector<int> starts;
@@ -93,6 +134,12 @@ void expect_ring_matches_whole_sequence(bool with_documents) {
 TEST(RingAttention, EqualsTheWholeSequence) { expect_ring_matches_whole_sequence(false); }
 
 TEST(RingAttention, EqualsTheWholeSequenceWithPackedDocuments) { expect_ring_matches_whole_sequence(true); }
+
+// NCCL's matching (parallel.p2p's ordered kinds): the keys' and the gradient sums' hops of
+// backward share each pair's one FIFO.
+TEST(RingAttention, EqualsTheWholeSequenceMatchedByPostingOrder) {
+  expect_ring_matches_whole_sequence(false, Matching::by_posting_order);
+}
 
 }  // namespace
 }  // namespace trident

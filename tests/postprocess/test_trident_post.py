@@ -25,12 +25,14 @@ sys.path.insert(0, str(HERE))
 import synthetic_timeline  # noqa: E402
 
 COMPUTE = ("F", "B", "I", "W")
-COMMUNICATION = ("SEND", "RECV", "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP", "ALLREDUCE_DP", "ALLREDUCE_EMB")
+COMMUNICATION = ("SEND", "RECV", "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP", "RING_CP", "ALLREDUCE_DP",
+                 "ALLREDUCE_EMB")
 EMULATED = ("model.layers=8", "train.steps=3", "schedule.microbatches=8", "schedule.micro_batch_size=1",
             "emulate.enabled=true", "emulate.forward_ms=20", "emulate.backward_ms=40", "emulate.input_grad_ms=20",
             "emulate.weight_grad_ms=20", "parallel.pp=4")
 RUNS = {
-    "p2": (4, ("parallel.pp=2", "parallel.dp=2", "train.steps=4", "checkpoint.every=2", "eval.every=2",
+    # Context parallelism's ring: RING_CP events, and gradients reduced over its dp x cp ranks.
+    "p2": (4, ("parallel.pp=2", "parallel.cp=2", "train.steps=4", "checkpoint.every=2", "eval.every=2",
                "eval.batches=1")),
     "p4-1f1b": (4, EMULATED + ("schedule.kind=1f1b",)),
     "p4-zb": (4, EMULATED + ("schedule.kind=zb-h1",)),
@@ -104,7 +106,7 @@ def independent_step(events, step, world):
 
 def test_bubble_matches_values_computed_from_events(run_dir):
     events, steps, attrs = read_run(run_dir)
-    world = int(attrs["tp"] * attrs["pp"] * attrs["dp"])
+    world = int(attrs["tp"] * attrs["pp"] * attrs["dp"] * attrs.get("cp", 1))
     p, m = int(attrs["p"]), int(attrs["m"])
     all_steps = sorted(set(events["step"].tolist()))
     for step in (all_steps[0], all_steps[-1]):
@@ -138,7 +140,7 @@ def test_bubble_matches_values_computed_from_events(run_dir):
 
 def test_bubble_report_prints_the_measured_and_predicted_bubble(run_dir):
     events, _, attrs = read_run(run_dir)
-    world = int(attrs["tp"] * attrs["pp"] * attrs["dp"])
+    world = int(attrs["tp"] * attrs["pp"] * attrs["dp"] * attrs.get("cp", 1))
     text = post("bubble", run_dir).stdout
     last = max(events["step"].tolist())
     measured = independent_step(events, last, world)[3]
@@ -170,7 +172,7 @@ def test_trace_holds_every_event_with_its_duration(run_dir, tmp_path):
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     stream = {"F": "compute", "B": "compute", "I": "compute", "W": "compute", "SEND": "pipeline p2p",
               "RECV": "pipeline p2p", "ALLREDUCE_TP": "TP collectives", "ALLGATHER_TP": "TP collectives",
-              "REDUCE_SCATTER_TP": "TP collectives", "ALLREDUCE_DP": "DP collectives",
+              "REDUCE_SCATTER_TP": "TP collectives", "RING_CP": "CP ring", "ALLREDUCE_DP": "DP collectives",
               "ALLREDUCE_EMB": "DP collectives", "OPTIMIZER": "optimizer"}
     tracks = {}
     for e in complete:
@@ -181,8 +183,9 @@ def test_trace_holds_every_event_with_its_duration(run_dir, tmp_path):
         for (a0, a1), (b0, _) in zip(spans, spans[1:]):
             assert b0 >= a1 - 1e-3, f"overlap on track {track}: {a0}-{a1} and {b0}"
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
-    for r, tp, pp, dp in set(zip(*(events[c].tolist() for c in ("rank", "tp", "pp", "dp")))):
-        assert names[r] == f"r{r} tp{tp} pp{pp} dp{dp}"
+    with_cp = int(attrs.get("cp", 1)) > 1  # the cp coordinate named where the run has the axis
+    for r, tp, cp, pp, dp in set(zip(*(events[c].tolist() for c in ("rank", "tp", "cp", "pp", "dp")))):
+        assert names[r] == f"r{r} tp{tp}" + (f" cp{cp}" if with_cp else "") + f" pp{pp} dp{dp}"
 
 
 def test_trace_of_one_step(runs, tmp_path):
@@ -435,8 +438,9 @@ def test_ckpt_verifies_every_checkpoint(run_dir):
             assert python_checksum(small[()]) == int(small.attrs["checksum"]), "the test's own checksum"
         out = post("ckpt", path).stdout
         assert f"step {step}" in out and f"all {len(count)} checksums verified" in out
-        tp, pp, dp = grid.split("x")
-        assert f"tp{tp} x pp{pp} x dp{dp}" in out
+        sizes = grid.split("x")  # tp x pp x dp, or tp x cp x pp x dp
+        axes = ("tp", "pp", "dp") if len(sizes) == 3 else ("tp", "cp", "pp", "dp")
+        assert " x ".join(f"{axis}{size}" for axis, size in zip(axes, sizes)) in out
         assert "/model/wte/weight" in out and "/optimizer/m/wte/weight" in out
     latest = (run_dir / "checkpoints" / "latest").read_text().strip()
     assert str(run_dir / "checkpoints" / latest) in post("ckpt", run_dir).stdout

@@ -113,5 +113,30 @@ TEST(StepModel, ARankThatDoesNotFitIsSaid) {
   EXPECT_FALSE(predict_step(small_deck(), machine).fits);
 }
 
+TEST(StepModel, ContextParallelRanksShareTheSequenceAndShowTheRingWhereItOutlastsAttention) {
+  Deck whole = small_deck();
+  whole.model.attention = AttentionKernel::tiled;
+  Deck halves = whole;
+  halves.parallel.cp = 2;
+  const StepPrediction one = predict_step(whole, ideal_machine(2)), two = predict_step(halves, ideal_machine(2));
+  // Each rank: half the rows of every product, half the causal square of attention: a cp-th of
+  // the core is 2 products x 8 (sequence, head) pairs x 2 x (T/2 x 1/2) x T x hd FLOPs.
+  const double core_share = 2.0 * 8 * 2 * (16 * 0.5) * 32 * 16 / kPeak / 2;
+  // A hop: the rank's 32 rows of k | v (4 kv heads of 16), fp32, over 1 GB/s and 1 us. F overlaps
+  // one hop with a cp-th of the core. I's two steps (two cp-ths each) overlap the keys' hop and the
+  // first hop of the gradient sums; the second, after the last step, shows whole.
+  const double hop = 32.0 * 2 * 4 * 16 * 4 / 1e9 + 1e-6;
+  const double forward_ring = hop - core_share, backward_ring = 2 * (hop - 2 * core_share) + hop;
+  EXPECT_NEAR(two.costs.per_virtual_stage[0].forward, one.costs.per_virtual_stage[0].forward / 2 + 2 * forward_ring,
+              1e-15);
+  EXPECT_NEAR(two.costs.per_virtual_stage[0].input_grad,
+              one.costs.per_virtual_stage[0].input_grad / 2 + 2 * backward_ring, 1e-15);
+  EXPECT_NEAR(two.cp_comm_s, 4 * 2 * (forward_ring + backward_ring), 1e-12);  // m 4, 2 layers
+  EXPECT_DOUBLE_EQ(one.cp_comm_s, 0.0);
+  // The two ranks sum their gradients as two replicas do (dp x cp = 2); one rank has nothing to sum.
+  EXPECT_GT(two.dp_exposed_s, 0.0);
+  EXPECT_DOUBLE_EQ(one.dp_exposed_s, 0.0);
+}
+
 }  // namespace
 }  // namespace trident

@@ -7,6 +7,7 @@ ZB-H1, 3 steps; each run is made once and checked by every test below.
 """
 import os
 import signal
+import subprocess
 import time
 import tomllib
 
@@ -14,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import TINY, TrainingJob, read_steps
+from conftest import TINY, TrainingJob, _exe, read_steps
 
 STEPS = 3
 # The micro-batches per step, from the deck the runs train (the runs leave schedule.microbatches alone).
@@ -170,6 +171,47 @@ def test_tensor_parallel_collectives_are_timed(trident_run):
     steps = read_steps(out)
     assert np.all(steps["tp_comm_s"] > 0.0), steps["tp_comm_s"]
     assert np.all(steps["tp_comm_s"] < steps["step_time_s"]), (steps["tp_comm_s"], steps["step_time_s"])
+
+
+def plan_cp_hops(*overrides):
+    """The hops a CP rank of stage 0 sends per step, from `trident plan`'s context-parallel table."""
+    sets = [a for o in overrides for a in ("--set", o)]
+    text = subprocess.run([_exe(), "plan", str(TINY), *sets], capture_output=True, text=True,
+                          check=True).stdout
+    table = text.split("Context-parallel ring per step")[1].splitlines()
+    row = next(line.split() for line in table if line.split()[:1] == ["0"])
+    return int(row[1])
+
+
+def test_context_parallel_ring_hops_are_timed(trident_run):
+    """cp = 2: every F and B of every rank is followed by its RING_CP event (the hops of its layers'
+    ring attention: bytes sent, per layer cp − 1 hops of k | v for F; for B cp − 1 hops of k | v and
+    cp of their gradients, a whole turn back to their owner); cp_comm_s is within the step time;
+    one rank records none."""
+    grid = ("parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.cp=2")
+    _, out = trident_run(*grid, f"train.steps={STEPS}", "checkpoint.every=0", ranks=2)
+    events, attrs = read_timeline(out)
+    assert int(attrs["cp"]) == 2
+    steps = read_steps(out)
+    assert np.all(steps["cp_comm_s"] >= 0.0) and np.all(steps["cp_comm_s"] < steps["step_time_s"]), steps["cp_comm_s"]
+    config = tomllib.loads((out / "deck.toml").read_text())
+    model, schedule = config["model"], config["schedule"]
+    B, T, C = schedule["micro_batch_size"], model["seq_len"], model["d_model"]
+    kv_bytes = B * T // 2 * 2 * C * 4  # a rank's two chunks of k | v (T / cp rows), fp32
+    for rank in (0, 1):
+        mine = events["rank"] == rank
+        ring = mine & (events["kind"] == "RING_CP")
+        actions = mine & np.isin(events["kind"], ("F", "B"))
+        assert ring.sum() == actions.sum(), (rank, ring.sum(), actions.sum())
+        sent = np.sort(np.unique(events["bytes"][ring]))
+        assert list(sent) == [model["layers"] * kv_bytes, 3 * model["layers"] * kv_bytes], (rank, sent)
+        # The plan's count of the step's hops (plan/cp_traffic.hpp) is what the timeline recorded.
+        step_bytes = events["bytes"][ring & (events["step"] == STEPS)].sum()
+        assert step_bytes == plan_cp_hops(*grid) * kv_bytes, (rank, step_bytes)
+    _, alone = trident_run("parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "train.steps=1",
+                           "checkpoint.every=0")
+    events, _ = read_timeline(alone)
+    assert "RING_CP" not in set(events["kind"])
 
 
 def test_tp_comm_is_the_longest_wait_of_any_rank(tmp_path):

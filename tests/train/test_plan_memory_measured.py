@@ -1,4 +1,5 @@
-"""`trident plan`'s activation memory and tensor-parallel traffic per rank against what a run measures.
+"""`trident plan`'s activation memory and tensor-parallel traffic per rank against what a run measures
+(and the activations under context parallelism).
 
 For each combination of sequence parallelism (on, off) and recomputation (none, selective, full) on a
 tp 2 x pp 2 grid, and sequence parallelism in bf16 (norm outputs kept and gathered in bf16):
@@ -92,6 +93,17 @@ def test_plan_matches_the_measured_memory_and_tp_traffic(trident_run, sequence_p
             assert got[name] == pytest.approx(expected, rel=0.01), f"{label}: stage {stage} {name}"
     if sequence_parallel == "false":
         assert all(row["all-gather"] == "-" or row["all-gather"].endswith("KiB") for row in traffic), traffic
+
+
+def test_plan_matches_the_measured_memory_under_context_parallelism(trident_run):
+    """cp 2 x pp 2: each rank holds seq_len / cp positions of every sequence, as the plan counts."""
+    overrides = ("parallel.cp=2", "parallel.pp=2", "schedule.kind=1f1b", "schedule.microbatches=4", "train.steps=2")
+    _, run_dir = trident_run(*overrides, ranks=4)
+    measured = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1].astype(float)
+    planned = np.array([to_bytes(row["activations"]) for row in table(plan_text(overrides), "Memory per rank")])
+    np.testing.assert_allclose(planned, measured, rtol=0.05)
+    whole = read_steps(trident_run(*overrides[1:], ranks=2)[1])["peak_activation_bytes_per_stage"][-1].astype(float)
+    assert np.all(measured < 0.55 * whole), (measured, whole)
 
 
 SPLIT_BACKWARD = [pytest.param("zb-h1", 1, "none", marks=RELEASE_ONLY), ("v-half", 2, "none"),

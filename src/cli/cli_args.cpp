@@ -25,7 +25,7 @@ Options:
   --set section.key=value  override one deck key (repeatable), validated like the file,
                            e.g. --set train.steps=50 --set schedule.kind=gpipe; a value
                            is TOML where it parses as such: --set 'data.path=["a.bin", "b.bin"]'
-  --ranks N                plan for a world of N ranks (dp = N / (tp * pp) when the deck's
+  --ranks N                plan for a world of N ranks (dp = N / (tp * cp * pp) when the deck's
                            grid does not multiply to N)
   --show-schedule          plan: also draw the deck's schedule, one line per pipeline rank
                            (F forward, B backward, I input grad, W weight grad, . idle)
@@ -34,8 +34,8 @@ Options:
                            schedule.kind = "file" with schedule.file = PATH runs
   --machine FILE           plan: predict the step on the machine FILE describes (peaks, GEMM
                            efficiency, memory, links; input_decks/machines/*.toml)
-  --search                 plan --machine: rank every grid (tp, pp, dp, micro-batch size, schedule,
-                           recomputation) of the same global batch that fits, fastest first
+  --search                 plan --machine: rank every grid (tp, cp, pp, dp, micro-batch size,
+                           schedule, recomputation) of the same global batch that fits, fastest first
   --json                   plan --machine: print the prediction (or the search) as one JSON object only
   -h, --help               this text
 

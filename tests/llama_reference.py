@@ -72,7 +72,13 @@ def rope(x, theta, positions=None):
     return x * emb.cos() + rotate_half(x) * emb.sin()
 
 
-def decoder_layer(x, p, cfg, mask=None, positions=None):
+def swiglu_mlp(h, p):
+    gate, up = h @ p["mlp.gate_proj.weight"].T, h @ p["mlp.up_proj.weight"].T
+    return (torch.nn.functional.silu(gate) * up) @ p["mlp.down_proj.weight"].T
+
+
+def decoder_layer(x, p, cfg, mask=None, positions=None, mlp=swiglu_mlp):
+    """mlp(h, p): the layer's MLP on the post-attention norm's output (a mixture's in its tests)."""
     B, T, C = x.shape
     H, KV = cfg["heads"], cfg["kv_heads"]
     hd = C // H
@@ -88,21 +94,21 @@ def decoder_layer(x, p, cfg, mask=None, positions=None):
     attention = torch.softmax(scores.masked_fill(mask[:, None], float("-inf")), dim=-1) @ v
     x = x + attention.transpose(1, 2).reshape(B, T, C) @ p["self_attn.o_proj.weight"].T
     h = rms_norm(x, p["post_attention_layernorm.weight"], cfg["norm_eps"])
-    gate, up = h @ p["mlp.gate_proj.weight"].T, h @ p["mlp.up_proj.weight"].T
-    return x + (torch.nn.functional.silu(gate) * up) @ p["mlp.down_proj.weight"].T
+    return x + mlp(h, p)
 
 
 
 
-def causal_lm_loss(tokens, targets, p, cfg, eod=-1):
+def causal_lm_loss(tokens, targets, p, cfg, eod=-1, mlp=swiglu_mlp):
     """Mean cross-entropy of LlamaForCausalLM; p holds every parameter by trident's name. With an
     end-of-document token, documents packed in a sequence are masked apart and their positions
-    restart."""
+    restart. mlp: every layer's MLP (a Mixtral's mixture: MixtralForCausalLM)."""
     mask, positions = packed_documents(tokens, eod) if eod >= 0 else (None, None)
     x = p["embed_tokens.weight"][tokens]
     for i in range(cfg["layers"]):
         prefix = f"layers.{i}."
-        x = decoder_layer(x, {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}, cfg, mask, positions)
+        x = decoder_layer(x, {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}, cfg, mask, positions,
+                          mlp)
     x = rms_norm(x, p["norm.weight"], cfg["norm_eps"])
     head = p.get("lm_head.weight", p["embed_tokens.weight"])
     logits = x @ head.T

@@ -1,8 +1,8 @@
 """`trident-post export RUN_OR_CKPT -o DIR`: a trident checkpoint as a Hugging Face model folder that
-`from_pretrained(DIR)` loads: config.json with the architecture's fields (GPT2LMHeadModel or
-LlamaForCausalLM, from the deck the checkpoint records) and pytorch_model.bin, the weights in that
-architecture's key names written with torch.save. The checkpoint's checksums are verified first.
-Needs torch."""
+`from_pretrained(DIR)` loads: config.json with the architecture's fields (GPT2LMHeadModel,
+LlamaForCausalLM, or MixtralForCausalLM for a Llama deck with [model.moe], from the deck the
+checkpoint records) and pytorch_model.bin, the weights in that architecture's key names written
+with torch.save. The checkpoint's checksums are verified first. Needs torch."""
 import argparse
 import json
 import sys
@@ -36,10 +36,14 @@ def deck_model(deck_text):
         if not line.startswith("# --set model."):
             continue
         key, value = line[len("# --set model."):].split("=", 1)
+        *tables, key = key.strip().split(".")  # model.moe.experts: the table [model.moe]
+        table = model
+        for name in tables:
+            table = table.setdefault(name, {})
         try:
-            model[key] = tomllib.loads(f"v = {value}")["v"]
+            table[key] = tomllib.loads(f"v = {value}")["v"]
         except tomllib.TOMLDecodeError:
-            model[key] = value  # a bare word, as --set accepts for strings
+            table[key] = value  # a bare word, as --set accepts for strings
     return model
 
 
@@ -53,20 +57,35 @@ def hf_config(model):
                 "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.0, "embd_pdrop": 0.0,
                 "attn_pdrop": 0.0, "tie_word_embeddings": True, **common}
     default_ffn = ((8 * C + 2) // 3 + 255) // 256 * 256
-    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": C,
-            "intermediate_size": model.get("ffn_hidden", default_ffn), "num_hidden_layers": model["layers"],
-            "num_attention_heads": H, "num_key_value_heads": model.get("kv_heads", H),
-            "max_position_embeddings": model["seq_len"], "rms_norm_eps": model.get("norm_eps", 1e-5),
-            "rope_theta": model.get("rope_theta", 500000.0), "hidden_act": "silu",
-            "tie_word_embeddings": model.get("tie_embeddings", False), "attention_bias": False, "mlp_bias": False,
-            **common}
+    ffn = model.get("ffn_hidden", default_ffn)
+    llama = {"hidden_size": C, "intermediate_size": ffn, "num_hidden_layers": model["layers"],
+             "num_attention_heads": H, "num_key_value_heads": model.get("kv_heads", H),
+             "max_position_embeddings": model["seq_len"], "rms_norm_eps": model.get("norm_eps", 1e-5),
+             "rope_theta": model.get("rope_theta", 500000.0), "hidden_act": "silu",
+             "tie_word_embeddings": model.get("tie_embeddings", False), "attention_bias": False, **common}
+    if "moe" in model:
+        return mixtral_config(model["moe"], llama)
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **llama, "mlp_bias": False}
+
+
+def mixtral_config(moe, llama):
+    """Hugging Face's Mixtral: a mixture in every layer, its intermediate_size each expert's width."""
+    if moe.get("layer_freq", 1) != 1:
+        raise PostError(f"model.moe.layer_freq = {moe['layer_freq']}: Hugging Face's MixtralForCausalLM has a "
+                        "mixture of experts in every layer, this model dense MLPs in some; no architecture to "
+                        "export it as")
+    return {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", **llama,
+            "intermediate_size": moe.get("expert_ffn_hidden", llama["intermediate_size"]),
+            "num_local_experts": moe["experts"], "num_experts_per_tok": moe.get("top_k", 2),
+            "router_aux_loss_coef": moe.get("aux_loss_coef", 0.001), "output_router_logits": False,
+            "sliding_window": None}
 
 
 def hf_key(name, config):
     """trident's tensor name (DESIGN.md "Checkpoint") as the architecture's state-dict key."""
     if config["model_type"] == "gpt2":
         return "transformer." + name
-    return name if name == "lm_head.weight" else "model." + name
+    return name if name == "lm_head.weight" else "model." + name  # Llama and Mixtral
 
 
 def state_dict(path, model_datasets, config):

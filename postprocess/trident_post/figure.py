@@ -18,6 +18,7 @@ KIND_COLOURS = {
     "ALLGATHER_TP": "#fabfd2",
     "REDUCE_SCATTER_TP": "#9d4d6b",
     "RING_CP": "#59a89c",
+    "ALLTOALL_EP": "#e9b44c",
     "ALLREDUCE_DP": "#7b4ea3",
     "ALLREDUCE_EMB": "#b07aa1",
     "OPTIMIZER": "#606060",
@@ -28,6 +29,7 @@ KIND_LABELS = {
     "F": "F forward", "B": "B backward", "I": "I input grad", "W": "W weight grad",
     "SEND": "SEND wait", "RECV": "RECV wait", "ALLREDUCE_TP": "all-reduce TP",
     "ALLGATHER_TP": "all-gather TP", "REDUCE_SCATTER_TP": "reduce-scatter TP", "RING_CP": "ring CP",
+    "ALLTOALL_EP": "all-to-all EP",
     "ALLREDUCE_DP": "all-reduce DP",
     "ALLREDUCE_EMB": "all-reduce tied wte", "OPTIMIZER": "optimizer",
 }

@@ -9,8 +9,8 @@ import numpy as np
 
 from .bubble import step_analysis
 from .figure import (DPI, IDLE_COLOUR, KIND_COLOURS, KIND_LABELS, OTHER_COLOUR, check_size, new_figure, save)
-from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, P2P_KINDS, TP_COLLECTIVE_KINDS, PostError,
-                       Timeline)
+from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, EP_ALLTOALL_KINDS, P2P_KINDS,
+                       TP_COLLECTIVE_KINDS, PostError, Timeline)
 
 HELP = "pipeline diagram (PNG) of one step: a lane per rank, boxes by kind, idle = bubble"
 
@@ -22,7 +22,7 @@ TOP_PX, BOTTOM_PX, RIGHT_PX = 58, 92, 24
 # Box height (fraction of a lane) by kind; waits are drawn thin so that the lane still reads as idle.
 HEIGHTS = {k: 0.78 for k in COMPUTE_KINDS}
 HEIGHTS.update({k: 0.30 for k in P2P_KINDS})
-HEIGHTS.update({k: 0.50 for k in TP_COLLECTIVE_KINDS + CP_RING_KINDS + DP_COLLECTIVE_KINDS})
+HEIGHTS.update({k: 0.50 for k in TP_COLLECTIVE_KINDS + CP_RING_KINDS + EP_ALLTOALL_KINDS + DP_COLLECTIVE_KINDS})
 HEIGHTS["OPTIMIZER"] = 0.78
 
 

@@ -16,10 +16,11 @@ P2P_KINDS = ("SEND", "RECV")
 # One event per kind and action: how long the action was blocked in them, from the first call.
 TP_COLLECTIVE_KINDS = ("ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP")
 CP_RING_KINDS = ("RING_CP",)  # ring attention's hops of an action, merged as the TP kinds
+EP_ALLTOALL_KINDS = ("ALLTOALL_EP",)  # a mixture's expert-parallel all-to-alls of an action, likewise
 DP_COLLECTIVE_KINDS = ("ALLREDUCE_DP", "ALLREDUCE_EMB")
 OPTIMIZER_KINDS = ("OPTIMIZER",)
 # Waits that the schedule could not hide behind compute (a rank records them only while it waits).
-COMMUNICATION_KINDS = P2P_KINDS + TP_COLLECTIVE_KINDS + CP_RING_KINDS + DP_COLLECTIVE_KINDS
+COMMUNICATION_KINDS = P2P_KINDS + TP_COLLECTIVE_KINDS + CP_RING_KINDS + EP_ALLTOALL_KINDS + DP_COLLECTIVE_KINDS
 
 WHAT_A_TIMELINE_HAS = ("a trident timeline has /steps, /events and the root attributes "
                        + ", ".join(ROOT_ATTRIBUTES) + " (written by `trident run` as <output.dir>/timeline.h5)")
@@ -164,6 +165,7 @@ class Timeline:
     pp = property(lambda self: int(self.attrs["pp"]))
     dp = property(lambda self: int(self.attrs["dp"]))
     cp = property(lambda self: int(self.attrs.get("cp", 1)))  # runs before context parallelism lack it
+    ep = property(lambda self: int(self.attrs.get("ep", 1)))  # and runs before expert parallelism this
     p = property(lambda self: int(self.attrs["p"]))
     m = property(lambda self: int(self.attrs["m"]))
 
@@ -194,7 +196,8 @@ class Timeline:
 
     def grid_text(self):
         cp = f" x cp{self.cp}" if self.cp > 1 else ""
-        return f"tp{self.tp}{cp} x pp{self.pp} x dp{self.dp}"
+        ep = f" (ep{self.ep})" if self.ep > 1 else ""
+        return f"tp{self.tp}{cp} x pp{self.pp} x dp{self.dp}{ep}"
 
     def describe(self):
         text = (f"{self.name}: schedule {self.schedule}, p {self.p}, m {self.m}"

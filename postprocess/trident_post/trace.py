@@ -2,7 +2,7 @@
 (https://ui.perfetto.dev) and chrome://tracing open. One process per rank (pid = rank, named with
 its tp/pp/dp coordinates and sorted by pipeline stage), one thread per stream so that no two events
 overlap on a track: compute (F, B, I, W), pipeline p2p (SEND, RECV), TP collectives (ALLREDUCE_TP,
-ALLGATHER_TP, REDUCE_SCATTER_TP), the CP ring (RING_CP),
+ALLGATHER_TP, REDUCE_SCATTER_TP), the CP ring (RING_CP), the EP all-to-alls (ALLTOALL_EP),
 DP collectives (ALLREDUCE_DP, ALLREDUCE_EMB), optimizer. Every event is a complete event (ph "X")
 with ts and dur in microseconds; ts counts from the earliest event written."""
 import json
@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, OPTIMIZER_KINDS, P2P_KINDS,
-                       TP_COLLECTIVE_KINDS, PostError, Timeline)
+from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, EP_ALLTOALL_KINDS, OPTIMIZER_KINDS,
+                       P2P_KINDS, TP_COLLECTIVE_KINDS, PostError, Timeline)
 
 HELP = "Chrome trace event JSON (Perfetto): pid = rank, one tid per stream, microseconds"
 
@@ -23,8 +23,9 @@ STREAMS = (
     (4, "DP collectives", DP_COLLECTIVE_KINDS),
     (5, "optimizer", OPTIMIZER_KINDS),
     (6, "CP ring", CP_RING_KINDS),
+    (7, "EP all-to-all", EP_ALLTOALL_KINDS),
 )
-OTHER_TID = 7
+OTHER_TID = 8
 
 
 def tid_of(kind):

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace trident {
 
@@ -50,6 +52,13 @@ class Comm {
   // Point to point with the rank of index `peer` in this group; tags tell messages apart.
   virtual CommRequestPtr send_async(const float* data, std::size_t count, int peer, int tag) = 0;
   virtual CommRequestPtr recv_async(float* data, std::size_t count, int peer, int tag) = 0;
+  // MPI_Alltoallv's semantics (a mixture's tokens to their experts' ranks and back): send_counts[p]
+  // floats of `send` go to peer p, the pieces one after the other in peer order, and what peer p
+  // sends this rank lands likewise in `recv` (recv_counts[p] floats, which must be what p sends).
+  // Blocks until done. Made of send_async and recv_async (comm/all_to_all.cpp) unless the group
+  // has its own (MPI_Alltoallv).
+  virtual void all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts, float* recv,
+                            const std::vector<std::size_t>& recv_counts);
 };
 
 // The group of this rank alone.

@@ -112,6 +112,23 @@ class MpiComm final : public Comm {
     check(MPI_Irecv(data, as_count(count), MPI_FLOAT, peer, tag, comm_, &request), "Irecv");
     return std::make_unique<MpiRequest>(request, "receive", group_);
   }
+  void all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts, float* recv,
+                    const std::vector<std::size_t>& recv_counts) override {
+    const BlockedIn watched("all-to-all", group_);
+    std::vector<int> counts(4 * static_cast<std::size_t>(size_));  // send counts, displacements; receive's
+    int* send_count = counts.data();
+    int* send_at = send_count + size_;
+    int* recv_count = send_at + size_;
+    int* recv_at = recv_count + size_;
+    std::size_t sent = 0, received = 0;
+    for (int peer = 0; peer < size_; ++peer) {
+      send_count[peer] = as_count(send_counts[peer]), send_at[peer] = as_count(sent);
+      recv_count[peer] = as_count(recv_counts[peer]), recv_at[peer] = as_count(received);
+      sent += send_counts[peer], received += recv_counts[peer];
+    }
+    check(MPI_Alltoallv(send, send_count, send_at, MPI_FLOAT, recv, recv_count, recv_at, MPI_FLOAT, comm_),
+          "Alltoallv");
+  }
 
  private:
   template <class T>

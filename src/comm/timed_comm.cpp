@@ -120,6 +120,15 @@ CommRequestPtr TimedComm::send_async(const float* data, std::size_t count, int p
   return timed(inner_->send_async(data, count, peer, tag), &tally);
 }
 
+void TimedComm::all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts, float* recv,
+                             const std::vector<std::size_t>& recv_counts) {
+  std::size_t to_others = 0;
+  for (int peer = 0; peer < size(); ++peer)
+    if (peer != rank()) to_others += send_counts.at(peer);
+  CollectiveTally& tally = called(Collective::point_to_point, to_others * kFloat);
+  blocked(&tally, [&] { inner_->all_to_all_v(send, send_counts, recv, recv_counts); });
+}
+
 CommRequestPtr TimedComm::recv_async(float* data, std::size_t count, int peer, int tag) {
   CollectiveTally& tally = collectives_[static_cast<int>(Collective::point_to_point)];
   if (tally.calls == 0) tally.first_call = steady_seconds();  // a receive posted before the first send

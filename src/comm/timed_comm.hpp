@@ -2,7 +2,8 @@
 // collectives and in wait() on requests it returned. That is the communication the caller did not
 // hide behind compute (the timeline's tp_comm_s and cp_comm_s). It also tallies each kind of
 // collective (the timeline's ALLREDUCE_TP, ALLGATHER_TP and REDUCE_SCATTER_TP events, one per kind
-// and pipeline action) and the point-to-point messages (ring attention's hops: RING_CP).
+// and pipeline action) and the point-to-point messages (ring attention's hops: RING_CP; a
+// mixture's all-to-alls: ALLTOALL_EP).
 // Everything is forwarded unchanged to the wrapped Comm.
 #pragma once
 
@@ -55,6 +56,9 @@ class TimedComm final : public Comm {
   void broadcast(float* data, std::size_t count, int root) override;
   CommRequestPtr send_async(const float* data, std::size_t count, int peer, int tag) override;
   CommRequestPtr recv_async(float* data, std::size_t count, int peer, int tag) override;
+  // Tallied as point-to-point traffic: the bytes sent to the other ranks, the whole call blocked.
+  void all_to_all_v(const float* send, const std::vector<std::size_t>& send_counts, float* recv,
+                    const std::vector<std::size_t>& recv_counts) override;
 
  private:
   CommRequestPtr timed(CommRequestPtr request, CollectiveTally* tally = nullptr);

@@ -18,13 +18,14 @@ enum class EventKind : std::uint8_t {
   allgather_tp,         // from the first call, as long as the action was blocked in them; bytes:
   reduce_scatter_tp,    // their buffers' total)
   ring_cp,              // context parallelism's ring hops of one action, merged as the TP kinds (bytes: sent)
+  alltoall_ep,          // expert parallelism's all-to-alls of one action, merged likewise (bytes: sent)
   allreduce_dp,         // data-parallel gradient reduction not hidden behind backward
   allreduce_embedding,  // tied wte gradients summed over the first and last stage
   optimizer,
 };
 
 // "F", "B", "I", "W", "SEND", "RECV", "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP", "RING_CP",
-// "ALLREDUCE_DP", "ALLREDUCE_EMB", "OPTIMIZER".
+// "ALLTOALL_EP", "ALLREDUCE_DP", "ALLREDUCE_EMB", "OPTIMIZER".
 const char* event_kind_name(EventKind kind);
 
 // True for F, B, I and W: the busy time the bubble is measured against.

@@ -20,6 +20,10 @@ struct ParallelConfig {
   // Context parallelism: each sequence cut into 2·cp chunks, rank r of a cp group holding chunks r
   // and 2·cp − 1 − r, attention run as a ring over the group (model/ring_attention.hpp).
   int cp = 1;
+  // Expert parallelism ([model.moe]): the experts split evenly over ep ranks carved from the
+  // data-parallel ones (dp % ep == 0; consecutive dp coordinates form a group), tokens sent to their
+  // experts' ranks and back by all-to-all (model/moe_mlp.hpp). Not a grid axis: the world is tp·cp·pp·dp.
+  int ep = 1;
   AxisOrder order = {Axis::tp, Axis::cp, Axis::dp, Axis::pp};  // fastest-varying axis first
   // Layers per virtual stage (pp × schedule's chunks entries, model order). Empty = uniform;
   // stage_layers_balanced = true: balanced for the embedding on the first and the head + loss on

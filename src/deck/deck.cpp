@@ -16,6 +16,7 @@
 #include "deck/relations.hpp"
 #include "deck/schema.hpp"
 #include "deck/suggest.hpp"
+#include "deck/tables.hpp"
 #include "deck/token_paths.hpp"
 
 namespace trident {
@@ -34,32 +35,43 @@ toml::table parse_toml(const std::string& text, const std::string& source_name) 
 }
 
 std::string unknown_key_message(std::string_view section, std::string_view name) {
-  const std::string key = section.empty() ? std::string(name) : std::string(section) + "." + std::string(name);
+  const std::string key = dotted(section, name);
   std::string message = "unknown key `" + key + "`";
   if (const auto near = closest_key(section, name, key_names())) return message + "; did you mean `" + *near + "`?";
   if (section.empty()) return message + "; every key belongs in a section: " + join_quoted(section_names());
-  return message + "; the keys of [" + std::string(section) + "] are " + join_quoted(key_names_in(section));
+  const std::vector<std::string> keys = key_names_in(section);
+  if (keys.empty()) return message + "; there is no section [" + std::string(section) + "]: the sections are " +
+                           join_quoted(section_names());
+  return message + "; the keys of [" + std::string(section) + "] are " + join_quoted(keys);
 }
 
-// Rejects sections and keys that are not in the schema, before any value is read.
-void check_known_keys(const toml::table& root, const KeyLocations& where) {
+// A table the schema has no section for: [trian] at the top, [model.mo] inside [model].
+std::string unknown_section_message(const std::string& name) {
   const std::vector<std::string> sections = section_names();
-  for (auto&& [section_key, section] : root) {
-    const std::string name(section_key.str());
-    const bool known = std::ranges::find(sections, name) != sections.end();
-    if (!known) {
-      if (!section.is_table()) fail_at(where.of_node(section), unknown_key_message("", name));  // outside any [section]
-      const auto near = closest_word(name, sections);
-      fail_at(where.of_node(section), "unknown section [" + name + "]" +
-                                          (near ? "; did you mean [" + *near + "]?"
-                                                : "; the sections are " + join_quoted(sections)));
-    }
-    if (!section.is_table()) {
-      fail_at(where.of_node(section), "`" + name + "` must be a section ([" + name + "] followed by its keys), got " +
-                                          describe(section));
-    }
-    for (auto&& [key, value] : *section.as_table()) {
-      if (find_key(name, key.str()) == nullptr) fail_at(where.of_node(value), unknown_key_message(name, key.str()));
+  const auto near = closest_word(name, sections);
+  return "unknown section [" + name + "]" +
+         (near ? "; did you mean [" + *near + "]?" : "; the sections are " + join_quoted(sections));
+}
+
+// Rejects tables and keys that are not in the schema, before any value is read. `section` is the
+// dotted name of `table` ("" for the deck's root): a table under it whose dotted name is a
+// section ([model.moe] in [model]) is checked key by key in turn.
+void check_known_keys(const toml::table& table, const std::string& section, const KeyLocations& where) {
+  const std::vector<std::string> sections = section_names();
+  for (auto&& [key, value] : table) {
+    const std::string name = dotted(section, key.str());
+    if (find_key(section, key.str()) != nullptr) continue;
+    // A quoted key with a dot ("model.moe" = ...) names no section: read_values would not find it.
+    const bool is_section = key.str().find('.') == std::string_view::npos &&
+                            std::ranges::find(sections, name) != sections.end();
+    if (is_section && value.is_table()) {
+      check_known_keys(*value.as_table(), name, where);
+    } else if (is_section) {
+      fail_at(where.of_node(value),
+              "`" + name + "` must be a section ([" + name + "] followed by its keys), got " + describe(value));
+    } else {
+      fail_at(where.of_node(value), value.is_table() ? unknown_section_message(name)
+                                                     : unknown_key_message(section, key.str()));
     }
   }
 }
@@ -68,16 +80,14 @@ void apply_override(toml::table& root, const Override& change, KeyLocations& whe
   if (find_key(change.section, change.name) == nullptr) {
     fail_at("--set " + change.assignment, unknown_key_message(change.section, change.name));
   }
-  toml::node* section = root.get(change.section);
-  if (section == nullptr) section = &root.insert(change.section, toml::table{}).first->second;
-  section->as_table()->insert_or_assign(change.name, change.value());
-  where.set_by_override(change.section + "." + change.name, change.assignment);
+  make_table_at(root, change.section).insert_or_assign(change.name, change.value());
+  where.set_by_override(dotted(change.section, change.name), change.assignment);
 }
 
 Deck read_values(const toml::table& root, const KeyLocations& where, const fs::path& deck_dir) {
   Deck deck;
   for (const KeySpec& key : deck_keys()) {
-    const toml::table* section = root[key.section].as_table();
+    const toml::table* section = table_at(root, key.section);
     const toml::node* value = section == nullptr ? nullptr : section->get(key.name);
     if (value == nullptr) continue;  // keeps the default from config.hpp
     const std::string name = key.full_name();
@@ -100,7 +110,7 @@ std::string recorded_text(const std::string& text, const std::vector<std::string
 Deck parse_deck(const std::string& text, const std::string& source_name, const std::vector<std::string>& overrides) {
   toml::table root = parse_toml(text, source_name);
   KeyLocations where(source_name, root);
-  check_known_keys(root, where);
+  check_known_keys(root, "", where);
   if (!root.contains("model")) {
     fail_at(source_name, "missing section [model]; a deck must describe its model: [model] with layers, d_model, "
                          "heads, seq_len, vocab");

@@ -1,6 +1,7 @@
 #include "deck/locations.hpp"
 
 #include "common/error.hpp"
+#include "deck/tables.hpp"
 
 namespace trident {
 
@@ -15,13 +16,17 @@ bool KeyLocations::is_override(std::string_view key) const { return overrides_.c
 
 std::string KeyLocations::of(std::string_view key) const {
   if (const auto found = overrides_.find(key); found != overrides_.end()) return found->second;
-  const std::size_t dot = key.find('.');
-  const toml::node* section = root_.get(key.substr(0, dot));
-  if (section == nullptr) return source_name_;
-  if (const toml::table* table = section->as_table()) {
-    if (const toml::node* value = table->get(key.substr(dot + 1))) return of_node(*value);
+  const auto in_file = [](const toml::node* node) { return node != nullptr && node->source().begin.line != 0; };
+  if (const toml::node* node = node_at(root_, key); in_file(node)) return of_node(*node);
+  // A table that `--set model.moe.experts=4` made: the first override inside it.
+  const std::string inside = std::string(key) + ".";
+  if (const auto found = overrides_.lower_bound(inside); found != overrides_.end() && found->first.starts_with(inside))
+    return found->second;
+  // A key left at its default: the line of the innermost table on its path that the file has.
+  for (std::string_view path = split_key(key).first; !path.empty(); path = split_key(path).first) {
+    if (const toml::node* table = node_at(root_, path); in_file(table)) return of_node(*table);
   }
-  return of_node(*section);
+  return source_name_;
 }
 
 std::string KeyLocations::of_node(const toml::node& node) const {

@@ -1,6 +1,7 @@
 // Where each key of a deck was set, so that every message can point at it: `deck.toml:12` for a
 // key in the file, `--set train.lr=0` for an override, and for a key left at its default the line
-// of its section or, failing that, the file.
+// of its section (the innermost one the file has: [model.moe], else [model]) or, failing that, the
+// file. A section's own name ("model.moe") gives its header's line.
 #pragma once
 
 #include <map>
@@ -16,7 +17,7 @@ class KeyLocations {
   // `root` is the deck's table (with overrides applied); it must outlive this object.
   KeyLocations(std::string source_name, const toml::table& root);
 
-  // Records that `key` ("section.key") was last set by the `--set` argument `assignment`.
+  // Records that `key` ("section.key", "model.moe.experts") was last set by the `--set` argument `assignment`.
   void set_by_override(const std::string& key, const std::string& assignment);
   bool is_override(std::string_view key) const;
 

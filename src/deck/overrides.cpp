@@ -1,6 +1,7 @@
 #include "deck/overrides.hpp"
 
 #include "deck/locations.hpp"
+#include "deck/tables.hpp"
 
 namespace trident {
 
@@ -29,15 +30,16 @@ toml::table parse_value(const std::string& text) {
 
 Override parse_override(const std::string& assignment) {
   const std::string where = "--set " + assignment;
-  const std::string form = "expected section.key=value, e.g. --set train.lr=3e-4";
+  const std::string form = "expected section.key=value, e.g. --set train.lr=3e-4 or --set model.moe.experts=8";
   const auto equals = assignment.find('=');
   if (equals == std::string::npos) fail_at(where, "missing '=value'; " + form);
   const std::string key = trimmed(std::string_view(assignment).substr(0, equals));
-  const auto dot = key.find('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == key.size() || key.find('.', dot + 1) != std::string::npos) {
+  // The section is everything before the last dot (model.moe); no part may be empty.
+  const auto [section, name] = split_key(key);
+  if (section.empty() || name.empty() || key.front() == '.' || key.find("..") != std::string::npos) {
     fail_at(where, "the key \"" + key + "\" is not of the form section.key; " + form);
   }
-  return Override{assignment, key.substr(0, dot), key.substr(dot + 1),
+  return Override{assignment, std::string(section), std::string(name),
                   parse_value(trimmed(std::string_view(assignment).substr(equals + 1)))};
 }
 

@@ -75,6 +75,56 @@ void check_model_shape(const Deck& deck, const KeyLocations& where) {
   check_heads_shape(model, where);
 }
 
+// A mixture of experts ([model.moe]) routes each token to top_k of its experts in every
+// layer_freq-th layer. Every TP rank holds all experts whole (they are replicated, not split), so
+// their count and widths need not divide by tp; what the parallel code does not handle yet is
+// rejected here rather than trained wrongly.
+void check_mixture(const Deck& deck, const KeyLocations& where) {
+  const MoeConfig& moe = deck.model.moe;
+  if (moe.experts == 0) return;  // dense
+  if (moe.top_k > moe.experts) {
+    const bool blame_experts = where.is_override("model.moe.experts") && !where.is_override("model.moe.top_k");
+    where.fail(blame_experts ? "model.moe.experts" : "model.moe.top_k",
+               "model.moe.top_k = " + std::to_string(moe.top_k) + " is more than model.moe.experts = " +
+                   std::to_string(moe.experts) + " (each token goes to top_k different experts); valid top_k: 1 to " +
+                   std::to_string(moe.experts));
+  }
+  const int layers = deck.model.layers;
+  if (moe.layer_freq > layers) {
+    where.fail("model.moe.layer_freq",
+               "model.moe.layer_freq = " + std::to_string(moe.layer_freq) + " is more than model.layers = " +
+                   std::to_string(layers) +
+                   " (layer i is a mixture when i % layer_freq == 0); valid layer_freq: 1 to " +
+                   std::to_string(layers));
+  }
+  if (deck.parallel.sequence_parallel) {
+    where.fail("parallel.sequence_parallel",
+               "parallel.sequence_parallel = true is not supported with [model.moe] yet (the experts' gradients "
+               "would be partial per TP rank); set it to false");
+  }
+  if (deck.parallel.cp > 1) {
+    where.fail("parallel.cp", "parallel.cp = " + std::to_string(deck.parallel.cp) +
+                                  ": [model.moe] with context parallelism is not supported yet; set parallel.cp = 1");
+  }
+}
+
+// Expert parallelism splits the experts evenly over ep of the data-parallel ranks.
+void check_expert_split(const Deck& deck, const KeyLocations& where) {
+  const int ep = deck.parallel.ep, dp = deck.parallel.dp, experts = deck.model.moe.experts;
+  if (ep == 1) return;
+  if (experts == 0)
+    where.fail("parallel.ep", "parallel.ep = " + std::to_string(ep) +
+                                  " splits a mixture of experts, but the model has none: add [model.moe] or set "
+                                  "parallel.ep = 1");
+  if (dp % ep == 0 && experts % ep == 0) return;
+  std::vector<int> valid;
+  for (int d : divisors(std::gcd(dp, experts))) valid.push_back(d);
+  where.fail("parallel.ep", "parallel.ep = " + std::to_string(ep) + " must divide parallel.dp = " +
+                                std::to_string(dp) + " (the expert-parallel ranks are data-parallel ranks) and " +
+                                "model.moe.experts = " + std::to_string(experts) + " (each holds experts / ep); " +
+                                "valid ep: " + join_ints(valid));
+}
+
 // Tensor parallelism gives each rank whole heads, whole kv heads and an equal share of the MLP's
 // hidden width; the first width tp does not divide is named with the tp that work.
 void check_tensor_split(const Deck& deck, const KeyLocations& where) {
@@ -340,6 +390,8 @@ void check_checkpoint(const Deck& deck, const KeyLocations& where) {
 
 void check_relations(const Deck& deck, const KeyLocations& where) {
   check_model_shape(deck, where);
+  check_mixture(deck, where);
+  check_expert_split(deck, where);
   check_parallel(deck, where);
   check_schedule(deck, where);
   check_stage_layers(deck, where);

@@ -19,18 +19,30 @@ namespace {
 
 // ---- key makers: one table row each; `part` selects the deck section, `field` the member ----
 
-template <class Section, class Int>
-KeySpec integer(std::string section, std::string name, Section Deck::*part, Int Section::*field,
-                std::int64_t min, std::int64_t max = largest<Int>()) {
+// A section's struct in the Deck: a member (&Deck::train), or a function for one nested deeper
+// (mixture: [model.moe] fills ModelConfig::moe, so that the model's config stays one struct).
+template <class Section>
+Section& part_of(Deck& deck, Section Deck::*part) {
+  return deck.*part;
+}
+template <class Section>
+Section& part_of(Deck& deck, Section& (*part)(Deck&)) {
+  return part(deck);
+}
+MoeConfig& mixture(Deck& deck) { return deck.model.moe; }
+
+template <class Part, class Section, class Int>
+KeySpec integer(std::string section, std::string name, Part part, Int Section::*field, std::int64_t min,
+                std::int64_t max = largest<Int>()) {
   return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
-            (deck.*part).*field = static_cast<Int>(read_integer(node, site, min, max));
+            part_of(deck, part).*field = static_cast<Int>(read_integer(node, site, min, max));
           }};
 }
 
-template <class Section>
-KeySpec real(std::string section, std::string name, Section Deck::*part, double Section::*field, Interval allowed) {
+template <class Part, class Section>
+KeySpec real(std::string section, std::string name, Part part, double Section::*field, Interval allowed) {
   return {std::move(section), std::move(name), [=](const toml::node& node, Deck& deck, const KeySite& site) {
-            (deck.*part).*field = read_real(node, site, allowed);
+            part_of(deck, part).*field = read_real(node, site, allowed);
           }};
 }
 
@@ -195,10 +207,18 @@ const std::vector<KeySpec>& deck_keys() {
       real("model", "rope_theta", &Deck::model, &ModelConfig::rope_theta, kPositive),
       real("model", "norm_eps", &Deck::model, &ModelConfig::norm_eps, kPositive),
 
+      integer("model.moe", "experts", mixture, &MoeConfig::experts, 1),
+      integer("model.moe", "top_k", mixture, &MoeConfig::top_k, 1),
+      integer("model.moe", "expert_ffn_hidden", mixture, &MoeConfig::expert_ffn_hidden, 1),
+      integer("model.moe", "layer_freq", mixture, &MoeConfig::layer_freq, 1),
+      real("model.moe", "aux_loss_coef", mixture, &MoeConfig::aux_loss_coef, kNonNegative),
+      real("model.moe", "capacity_factor", mixture, &MoeConfig::capacity_factor, kNonNegative),
+
       integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
       integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),
       integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
       integer("parallel", "cp", &Deck::parallel, &ParallelConfig::cp, 1),
+      integer("parallel", "ep", &Deck::parallel, &ParallelConfig::ep, 1),
       choice("parallel", "order", &Deck::parallel, &ParallelConfig::order),
       stage_layers(),
       boolean("parallel", "sequence_parallel", &Deck::parallel, &ParallelConfig::sequence_parallel),

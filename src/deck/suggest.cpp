@@ -48,7 +48,7 @@ std::optional<std::string> closest_key(std::string_view section, std::string_vie
   std::optional<std::string> best;
   std::size_t best_score = std::numeric_limits<std::size_t>::max();
   for (const std::string& candidate : valid_keys) {
-    const std::size_t dot = candidate.find('.');
+    const std::size_t dot = candidate.rfind('.');  // "model.moe.experts": section "model.moe"
     const std::string_view candidate_section = std::string_view(candidate).substr(0, dot);
     const std::string_view candidate_name = std::string_view(candidate).substr(dot + 1);
     const std::size_t by_name =

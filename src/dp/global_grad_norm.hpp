@@ -5,7 +5,9 @@
 // - PP: the stages are summed across the pp group; the tied head's copy of "wte.weight" on the last
 //   stage is not counted (stage 0's copy is; their gradients are equal after the embedding sum).
 // - DP: without ZeRO-1 every replica holds the same reduced gradient, so nothing is summed across
-//   dp; with ZeRO-1 each rank holds only its pieces, which are summed across dp.
+//   dp; with ZeRO-1 each rank holds only its pieces, which are summed across dp. Under expert
+//   parallelism the replicas hold different experts: without ZeRO-1 the first replica counts the
+//   dense tensors and the first ep replicas their experts, summed across dp.
 // The squared norm stays in device memory, where the optimizer's kernel reads it (optim/optimizer.hpp's
 // GradClip): one reduction over the gradients this rank counts, then its sum over the groups; the
 // trainer reads it with the step's other figures (train/step_figures.hpp).

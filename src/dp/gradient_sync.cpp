@@ -16,14 +16,29 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The buffer's regions: all of it over dp, or the runs of experts' tensors over expert_dp and the
+// runs between them over dp.
+std::vector<BucketRegion> regions(const ParamStore& params, const Comm& dp, const Comm* expert_dp) {
+  if (!expert_dp) return {{0, params.total_size(), dp.size(), false}};
+  std::vector<BucketRegion> out;
+  for (const ParamTensor& tensor : params.tensors()) {
+    const bool experts = tensor.expert >= 0;
+    if (out.empty() || out.back().experts != experts)
+      out.push_back({tensor.offset, 0, experts ? expert_dp->size() : dp.size(), experts});
+    out.back().size += tensor.size;
+  }
+  return out;
+}
+
 }  // namespace
 
-GradientSync::GradientSync(ParamStore& params, Comm& dp, std::size_t bucket_bytes, bool zero1)
+GradientSync::GradientSync(ParamStore& params, Comm& dp, std::size_t bucket_bytes, bool zero1, Comm* expert_dp)
     : params_(params),
       dp_(dp),
+      expert_dp_(expert_dp),
       zero1_(zero1),
       active_(zero1 || dp.size() > 1),
-      buckets_(plan_buckets(params.total_size(), std::max<std::size_t>(1, bucket_bytes / sizeof(float)), dp.size())),
+      buckets_(plan_buckets(regions(params, dp, expert_dp), std::max<std::size_t>(1, bucket_bytes / sizeof(float)))),
       ready_(buckets_.size(), 0) {
   if (params.grads.extent(0) != params.total_size())
     throw std::logic_error("GradientSync: the parameter store is not allocated");
@@ -32,12 +47,11 @@ GradientSync::GradientSync(ParamStore& params, Comm& dp, std::size_t bucket_byte
     return;
   }
   shard_grads_ = FloatBuffer("zero1_grads", trident::shard_size(buckets_));
-  for (const Bucket& bucket : buckets_) {
-    if (const HeldRange owned = bucket.owned_by(dp.rank()); owned.count > 0) held_.push_back(owned);
-    if (bucket.padded(dp.size())) {
-      padded_grads_ = FloatBuffer("zero1_padded_grads", bucket.piece * dp.size());
-      padded_values_ = FloatBuffer("zero1_padded_values", bucket.piece * dp.size());
-    }
+  for (const Bucket& bucket : buckets_)
+    if (const HeldRange owned = bucket.owned_by(group_of(bucket).rank()); owned.count > 0) held_.push_back(owned);
+  if (const std::size_t padded = largest_padded_bucket(buckets_); padded > 0) {
+    padded_grads_ = FloatBuffer("zero1_padded_grads", padded);
+    padded_values_ = FloatBuffer("zero1_padded_values", padded);
   }
 }
 
@@ -90,18 +104,23 @@ void GradientSync::launch_complete_buckets() {
 void GradientSync::launch(const Bucket& bucket) {
   // The communication reads the gradients directly: backward's kernels must be done (NCCL orders
   // itself after them on the device).
-  if (!dp_.ordered_on_device()) wait_for_device("data-parallel bucket");
+  Comm& group = group_of(bucket);
+  if (!group.ordered_on_device()) wait_for_device("data-parallel bucket");
   float* grads = params_.grads.data() + bucket.offset;
   if (!zero1_) {
-    in_flight_.push_back(dp_.all_reduce_sum_async(grads, bucket.size));
+    in_flight_.push_back(group.all_reduce_sum_async(grads, bucket.size));
     return;
   }
-  const float* send = grads;
-  if (bucket.padded(dp_.size())) {  // reduce-scatter needs dp equal pieces: pad with zeros
-    copy_floats(padded_grads_.data(), grads, bucket.size);
-    send = padded_grads_.data();
+  float* shard = shard_grads_.data() + bucket.shard_offset;
+  if (!bucket.padded(bucket.ranks)) {
+    in_flight_.push_back(group.reduce_scatter_sum_async(grads, shard, bucket.piece));
+    return;
   }
-  in_flight_.push_back(dp_.reduce_scatter_sum_async(send, shard_grads_.data() + bucket.shard_offset, bucket.piece));
+  // Reduce-scatter needs equal pieces: the bucket goes through the padded copy, zeros after its end,
+  // which the next padded bucket (each region's first may be one) reuses once this one is done.
+  copy_floats(padded_grads_.data(), grads, bucket.size);
+  zero_floats(padded_grads_.data() + bucket.size, bucket.piece * bucket.ranks - bucket.size);
+  group.reduce_scatter_sum(padded_grads_.data(), shard, bucket.piece);
 }
 
 void GradientSync::all_gather_params() {
@@ -113,16 +132,18 @@ void GradientSync::all_gather_params() {
 void GradientSync::all_gather_in_place(FloatBuffer& buffer) {
   if (!zero1_ || dp_.size() == 1) return;
   // The optimizer's kernels wrote the pieces being sent (NCCL orders itself after them).
-  if (!dp_.ordered_on_device()) wait_for_device("ZeRO-1 all-gather");
-  const std::size_t rank = static_cast<std::size_t>(dp_.rank());
+  if (!dp_.ordered_on_device() || (expert_dp_ && !expert_dp_->ordered_on_device()))
+    wait_for_device("ZeRO-1 all-gather");
   for (const Bucket& bucket : buckets_) {
+    Comm& group = group_of(bucket);
+    const std::size_t rank = static_cast<std::size_t>(group.rank());
     float* values = buffer.data() + bucket.offset;
-    if (bucket.padded(dp_.size())) {  // gathering in place would write past the bucket's end
+    if (bucket.padded(bucket.ranks)) {  // gathering in place would write past the bucket's end
       copy_floats(padded_values_.data(), values, bucket.size);
-      dp_.all_gather(padded_values_.data() + rank * bucket.piece, padded_values_.data(), bucket.piece);
+      group.all_gather(padded_values_.data() + rank * bucket.piece, padded_values_.data(), bucket.piece);
       copy_floats(values, padded_values_.data(), bucket.size);
     } else {
-      dp_.all_gather(values + rank * bucket.piece, values, bucket.piece);
+      group.all_gather(values + rank * bucket.piece, values, bucket.piece);
     }
   }
 }

@@ -14,6 +14,10 @@
 //   brings every rank the whole updated parameters.
 // Buckets are reduced strictly in bucket order, which is the same on every rank whatever order
 // the ranges are reported in (MPI requires the same order of collectives on every rank).
+//
+// Expert parallelism ([model.moe], parallel.ep): the experts' tensors (ParamTensor::expert) differ
+// between the ranks of an ep group; their buckets are reduced over the ranks that hold the same
+// experts (the expert-data-parallel group) and, under ZeRO-1, sharded over those.
 #pragma once
 
 #include <cstddef>
@@ -31,9 +35,10 @@ class GradientSync {
  public:
   using ReadyFn = std::function<void(std::size_t offset, std::size_t count)>;
 
-  // `params` must be allocated; `dp` is this rank's data-parallel group. bucket_bytes of float
+  // `params` must be allocated; `dp` is this rank's data-parallel group; `expert_dp` the
+  // expert-data-parallel group under expert parallelism (else null). bucket_bytes of float
   // gradients per bucket (the deck's parallel.bucket_mb), at least one element.
-  GradientSync(ParamStore& params, Comm& dp, std::size_t bucket_bytes, bool zero1);
+  GradientSync(ParamStore& params, Comm& dp, std::size_t bucket_bytes, bool zero1, Comm* expert_dp = nullptr);
 
   // The callback for Transformer::backward's grads_ready: forwards to on_grads_ready. Empty (so backward
   // skips it) when a group of one has nothing to overlap.
@@ -75,9 +80,11 @@ class GradientSync {
  private:
   void launch(const Bucket& bucket);
   void launch_complete_buckets();
+  Comm& group_of(const Bucket& bucket) const { return bucket.experts ? *expert_dp_ : dp_; }
 
   ParamStore& params_;
   Comm& dp_;
+  Comm* expert_dp_;
   bool zero1_;
   bool active_;  // false for plain DP in a group of one: nothing to reduce
   std::vector<Bucket> buckets_;
@@ -86,8 +93,8 @@ class GradientSync {
   std::size_t launched_ = 0;
   std::vector<CommRequestPtr> in_flight_;
   FloatBuffer shard_grads_;     // ZeRO-1: this rank's reduced pieces
-  FloatBuffer padded_grads_;    // ZeRO-1: the padded bucket's gradients, zeros after its end
-  FloatBuffer padded_values_;   // ZeRO-1: the padded bucket's parameters during the all-gather
+  FloatBuffer padded_grads_;    // ZeRO-1: a padded bucket's gradients, zeros after its end
+  FloatBuffer padded_values_;   // ZeRO-1: a padded bucket's parameters during the all-gather
   double step_seconds_ = 0.0;  // communication time of the step in progress
   double exposed_seconds_ = 0.0;
 };

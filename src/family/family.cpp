@@ -29,6 +29,12 @@ const FamilyDescription& family_description(ModelFamily family) {
   throw std::logic_error("family_description: a ModelFamily without a description");
 }
 
+int ModelConfig::moe_layers() const {
+  int count = 0;
+  for (int layer = 0; layer < layers; ++layer) count += moe_layer(layer) ? 1 : 0;
+  return count;
+}
+
 int ModelConfig::mlp_hidden() const {
   return ffn_hidden > 0 ? ffn_hidden : family_description(family).default_mlp_hidden(d_model);
 }
@@ -39,7 +45,7 @@ std::string layer_prefix(const FamilyDescription& family, int layer) {
 
 std::vector<TensorSpec> layer_tensors(const ModelConfig& model, int layer) {
   const FamilyDescription& family = family_of(model);
-  std::vector<TensorSpec> tensors = family.block_tensors(model);
+  std::vector<TensorSpec> tensors = family.block_tensors(model, layer);
   const std::string prefix = layer_prefix(family, layer);
   for (TensorSpec& tensor : tensors) tensor.name.insert(0, prefix);
   return tensors;

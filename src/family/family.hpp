@@ -34,6 +34,7 @@ struct TensorSpec {
   int shard_dim = -1;
   int shard_blocks = 1;
   TensorInit init = TensorInit::normal;
+  int expert = -1;  // the expert of a mixture ([model.moe]) it belongs to; -1: none
 
   std::int64_t elements() const;
   // What one of `tp` ranks holds (a block's tensors divide evenly; the vocabulary's rows are padded,
@@ -55,9 +56,10 @@ struct FamilyDescription {
   std::span<const std::string_view> own_keys;  // [model] keys no other family reads
   std::string_view tp_split;      // how tensor parallelism splits the tensors, in words (the plan's)
   int (*default_mlp_hidden)(int d_model);
-  // One block's tensors, names without the layer's prefix, in the order the parameter buffer keeps
-  // them (the fused products' parts adjacent: q, k, v; gate, up).
-  std::vector<TensorSpec> (*block_tensors)(const ModelConfig& model);
+  // Block `layer`'s tensors, names without the layer's prefix, in the order the parameter buffer
+  // keeps them (the fused products' parts adjacent: q, k, v; gate, up). A layer whose MLP is a
+  // mixture of experts (ModelConfig::moe_layer) lists its router and experts instead of the MLP.
+  std::vector<TensorSpec> (*block_tensors)(const ModelConfig& model, int layer);
 
   bool rotary() const { return positions.empty(); }
   bool reads_key(std::string_view key) const;  // one of own_keys

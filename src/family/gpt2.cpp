@@ -6,7 +6,7 @@ namespace trident {
 
 namespace {
 
-std::vector<TensorSpec> gpt2_block_tensors(const ModelConfig& model) {
+std::vector<TensorSpec> gpt2_block_tensors(const ModelConfig& model, int /*layer*/) {
   const std::int64_t c = model.d_model, f = model.mlp_hidden();  // f = 4c for every GPT-2 deck
   constexpr int by_rows = 0, by_columns = 1, qkv_blocks = 3;
   const TensorInit ones = TensorInit::ones, zeros = TensorInit::zeros, projection = TensorInit::residual_normal;

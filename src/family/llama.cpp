@@ -1,30 +1,51 @@
 // Llama (Touvron et al. 2023; Llama 3, as Hugging Face's LlamaForCausalLM): RMSNorm, rotary
 // positions, grouped-query attention, SwiGLU MLP, no biases, an untied head unless the deck ties
 // it. nn.Linear weights are [out, in].
+#include <string>
+
 #include "family/families_list.hpp"
 
 namespace trident {
 
 namespace {
 
-constexpr std::string_view kLlamaKeys[] = {"kv_heads", "ffn_hidden", "rope_theta", "norm_eps"};
+constexpr std::string_view kLlamaKeys[] = {"kv_heads", "ffn_hidden", "rope_theta", "norm_eps", "moe"};
 
-std::vector<TensorSpec> llama_block_tensors(const ModelConfig& model) {
+// A mixture's router and experts (Mixtral's names), in place of the dense MLP. Every TP rank holds
+// all of them: the experts are not split. Each expert's w1 (gate) and w3 (up) lie adjacent, one
+// product's [2F, C] weight as gate | up, then w2 (down); the experts one after the other.
+void add_mixture_tensors(std::vector<TensorSpec>& tensors, const ModelConfig& model) {
+  const std::int64_t c = model.d_model, f = model.expert_hidden();
+  tensors.push_back({"block_sparse_moe.gate.weight", {model.moe.experts, c}});
+  for (int expert = 0; expert < model.moe.experts; ++expert) {
+    const std::string name = "block_sparse_moe.experts." + std::to_string(expert) + ".";
+    tensors.push_back({name + "w1.weight", {f, c}, -1, 1, TensorInit::normal, expert});
+    tensors.push_back({name + "w3.weight", {f, c}, -1, 1, TensorInit::normal, expert});
+    tensors.push_back({name + "w2.weight", {c, f}, -1, 1, TensorInit::normal, expert});
+  }
+}
+
+std::vector<TensorSpec> llama_block_tensors(const ModelConfig& model, int layer) {
   const std::int64_t c = model.d_model, hd = model.head_dim(), f = model.mlp_hidden();
   const std::int64_t q = model.heads * hd, kv = model.key_value_heads() * hd;
   constexpr int by_rows = 0, by_columns = 1;
   const TensorInit ones = TensorInit::ones;
   // q, k, v (by heads) and gate, up column-parallel, each group one product's weight; o_proj and
   // down_proj row-parallel.
-  return {{"input_layernorm.weight", {c}, -1, 1, ones},
-          {"self_attn.q_proj.weight", {q, c}, by_rows},
-          {"self_attn.k_proj.weight", {kv, c}, by_rows},
-          {"self_attn.v_proj.weight", {kv, c}, by_rows},
-          {"self_attn.o_proj.weight", {c, q}, by_columns},
-          {"post_attention_layernorm.weight", {c}, -1, 1, ones},
-          {"mlp.gate_proj.weight", {f, c}, by_rows},
-          {"mlp.up_proj.weight", {f, c}, by_rows},
-          {"mlp.down_proj.weight", {c, f}, by_columns}};
+  std::vector<TensorSpec> tensors = {{"input_layernorm.weight", {c}, -1, 1, ones},
+                                     {"self_attn.q_proj.weight", {q, c}, by_rows},
+                                     {"self_attn.k_proj.weight", {kv, c}, by_rows},
+                                     {"self_attn.v_proj.weight", {kv, c}, by_rows},
+                                     {"self_attn.o_proj.weight", {c, q}, by_columns},
+                                     {"post_attention_layernorm.weight", {c}, -1, 1, ones}};
+  if (model.moe_layer(layer)) {
+    add_mixture_tensors(tensors, model);
+    return tensors;
+  }
+  tensors.push_back({"mlp.gate_proj.weight", {f, c}, by_rows});
+  tensors.push_back({"mlp.up_proj.weight", {f, c}, by_rows});
+  tensors.push_back({"mlp.down_proj.weight", {c, f}, by_columns});
+  return tensors;
 }
 
 // 2/3 of 4·d_model rounded up to a multiple of 256 (Meta's rule).

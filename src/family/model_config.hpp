@@ -24,6 +24,18 @@ inline constexpr std::array<Choice<AttentionKernel>, 2> kAttentionKernels{
     {{AttentionKernel::tiled, "tiled"}, {AttentionKernel::explicit_probabilities, "explicit"}}};
 constexpr const auto& choices(AttentionKernel) { return kAttentionKernels; }
 
+// [model.moe] (Llama family): a mixture of experts in place of the MLP of every layer_freq-th
+// layer, as Hugging Face's MixtralSparseMoeBlock: a router (a linear layer computed in fp32) picks
+// top_k of `experts` SwiGLU MLPs per token, weighted by its softmax renormalised over the k chosen.
+struct MoeConfig {
+  int experts = 0;              // 0: no mixture, every MLP dense
+  int top_k = 2;                // experts per token
+  int expert_ffn_hidden = 0;    // each expert's hidden width; 0: model.ffn_hidden's
+  int layer_freq = 1;           // layer i is a mixture when i % layer_freq == 0 (Megatron's moe_layer_freq)
+  double aux_loss_coef = 0.001;  // the load-balancing loss's weight (HF's router_aux_loss_coef)
+  double capacity_factor = 0.0;  // 0: dropless; else each expert takes at most ⌈factor · tokens · k / experts⌉
+};
+
 struct ModelConfig {
   ModelFamily family = ModelFamily::gpt2;
   int layers = 2;
@@ -41,11 +53,18 @@ struct ModelConfig {
   // How attention is computed (as Hugging Face's attn_implementation): the same function either
   // way, to float reassociation; tiled keeps memory linear in seq_len (kernels/attention.hpp).
   AttentionKernel attention = AttentionKernel::tiled;
+  MoeConfig moe = {};
 
   int head_dim() const { return d_model / heads; }
   int key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   // model.ffn_hidden, or the family's width for d_model (family/family.hpp).
   int mlp_hidden() const;
+  // Whether layer `layer`'s MLP is a mixture of experts, their count there (0: a dense MLP), and
+  // each expert's hidden width.
+  bool moe_layer(int layer) const { return moe.experts > 0 && layer % moe.layer_freq == 0; }
+  int experts_in(int layer) const { return moe_layer(layer) ? moe.experts : 0; }
+  int expert_hidden() const { return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : mlp_hidden(); }
+  int moe_layers() const;  // how many layers are mixtures
 };
 
 }  // namespace trident

@@ -63,6 +63,22 @@ std::unique_ptr<Comm> dp_cp_comm(MPI_Comm world, const ProcessGrid& grid) {
   return comm;
 }
 
+// The expert-parallel group (`experts_alike` false: dp coordinates g·ep ... g·ep + ep − 1 with this
+// rank's g) or the expert-data-parallel one (true: the dp coordinates ≡ this rank's mod ep), with
+// this rank's tp, cp and pp coordinates.
+std::unique_ptr<Comm> expert_comm(MPI_Comm world, const ProcessGrid& grid, bool experts_alike) {
+  const ParallelConfig& config = grid.config;
+  const int ep = config.ep, dp = grid.dp_rank();
+  const int within = experts_alike ? dp % ep : dp / ep, across = experts_alike ? dp / ep : dp % ep;
+  const int color = grid.tp_rank() + config.tp * (grid.cp_rank() + config.cp * (grid.pp_rank() + config.pp * within));
+  MPI_Comm split = MPI_COMM_NULL;
+  MPI_Comm_split(world, color, across, &split);
+  auto comm = group_comm(split, experts_alike ? Traffic::collectives : Traffic::point_to_point, config,
+                         experts_alike ? "expert dp" : "ep");
+  MPI_Comm_free(&split);
+  return comm;
+}
+
 std::unique_ptr<Comm> embedding_comm(MPI_Comm world, const ProcessGrid& grid) {
   const ParallelConfig& config = grid.config;
   if (grid.head_pp_rank == 0) return make_local_comm();
@@ -114,6 +130,9 @@ ProcessGrid make_process_grid(MPI_Comm world, const ParallelConfig& requested, C
   grid.pp_group = axis_comm(world, grid.world_rank, Axis::pp, config);
   grid.dp_cp_group = dp_cp_comm(world, grid);
   grid.embedding_group = embedding_comm(world, grid);
+  const bool experts_split = config.ep > 1;
+  grid.ep_group = std::make_unique<TimedComm>(experts_split ? expert_comm(world, grid, false) : make_local_comm());
+  if (experts_split) grid.expert_dp_group = expert_comm(world, grid, true);
   return grid;
 }
 

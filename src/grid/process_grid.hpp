@@ -40,6 +40,13 @@ struct ProcessGrid {
   // head_rank), with this rank's tp and dp coordinates: the two copies of the tied wte whose
   // gradients are summed. A group of one where one rank holds both (pp = 1, a V) and elsewhere.
   std::unique_ptr<Comm> embedding_group;
+  // [model.moe] with parallel.ep > 1 (else a group of one, and null): the ep consecutive data-parallel
+  // ranks among which this rank's share of the experts is split (Megatron's expert-model-parallel
+  // group), over which the tokens' all-to-all travels (timed: the step's ep_comm_s); and the dp / ep
+  // ranks holding the same experts, over which those experts' gradients are reduced (the
+  // expert-data-parallel group).
+  std::unique_ptr<TimedComm> ep_group;
+  std::unique_ptr<Comm> expert_dp_group;
   int head_pp_rank = 0;  // the pipeline rank of the head
 
   int tp_rank() const { return coords.tp; }
@@ -50,6 +57,8 @@ struct ProcessGrid {
   int cp_size() const { return config.cp; }
   int pp_size() const { return config.pp; }
   int dp_size() const { return config.dp; }
+  int ep_rank() const { return coords.dp % config.ep; }
+  int ep_size() const { return config.ep; }
   bool first_replica() const { return coords.dp == 0 && coords.cp == 0; }  // writes the shard's checkpoint
   bool first_stage() const { return pp_rank() == 0; }
   bool holds_head() const { return pp_rank() == head_pp_rank; }

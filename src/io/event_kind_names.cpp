@@ -18,6 +18,7 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::reduce_scatter_tp:
       return "REDUCE_SCATTER_TP";
     case EventKind::ring_cp: return "RING_CP";
+    case EventKind::alltoall_ep: return "ALLTOALL_EP";
     case EventKind::allreduce_dp: return "ALLREDUCE_DP";
     case EventKind::allreduce_embedding: return "ALLREDUCE_EMB";
     case EventKind::optimizer: return "OPTIMIZER";

@@ -36,6 +36,8 @@ struct StepRecord {
   double val_loss = std::numeric_limits<double>::quiet_NaN();  // [eval]'s loss after the update; NaN: none
   double lr = 0;
   double grad_norm = 0;        // global norm before clipping
+  double aux_loss = 0;         // [model.moe]'s load-balancing loss, added to `loss` in the objective (0: dense)
+  double expert_load = 0;      // [model.moe]: the busiest expert's tokens over the mean, worst layer (0: dense)
   double step_time_s = 0;
   double tokens_per_s = 0;
   double bubble = 0;           // pipeline idle fraction of the step (0 on one rank)
@@ -44,6 +46,7 @@ struct StepRecord {
   double dp_exposed_s = 0;     // data-parallel communication not hidden behind backward, the largest of all ranks'
   double tp_comm_s = 0;        // time blocked in tensor-parallel collectives, the largest of all ranks'
   double cp_comm_s = 0;        // time blocked in ring attention's context-parallel hops, the largest of all ranks'
+  double ep_comm_s = 0;        // time blocked in the mixture's expert-parallel all-to-alls, the largest of all ranks'
   double timeline_s = 0;       // gathering and writing this step's /events (the recording overhead)
   std::int64_t peak_activation_bytes = 0;  // the largest of all ranks'
   std::int64_t peak_rss_bytes = 0;         // resident set high-water mark so far, the largest of all ranks'

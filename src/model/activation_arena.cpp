@@ -6,6 +6,7 @@
 
 #include "kernels/attention.hpp"
 #include "model/families.hpp"
+#include "model/moe_mlp.hpp"
 #include "model/tp_shape.hpp"
 
 namespace trident {
@@ -16,20 +17,21 @@ namespace {
 // base it only counts, so the size and the layout come from the same list.
 template <class Block>
 std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const ModelChunk& chunk,
-                  StashContent content, bool sequence_parallel, bool bf16_product_inputs, Activations<Block>& a) {
+                  StashContent content, bool sequence_parallel, bool bf16_product_inputs, int expert_ranks,
+                  Activations<Block>& a) {
   const std::size_t T = cfg.seq_len, C = cfg.d_model, BT = B * T;
   const TpShape local(cfg, 0, tp_size);  // every TP rank stashes the same amount
   // Selective recomputation rebuilds the explicit kernel's probabilities; what the tiled one saves
   // is already linear in T.
   const bool rebuilt =
       content == StashContent::without_probabilities && cfg.attention == AttentionKernel::explicit_probabilities;
-  const StashShape shape{local,
-                         static_cast<std::size_t>(B),
-                         T,
-                         C,
-                         sequence_parallel ? BT / tp_size : BT,
-                         rebuilt ? 0 : attention_saved_floats(attention_heads(cfg, B, tp_size)),
-                         bf16_product_inputs};
+  StashShape shape{local,
+                   static_cast<std::size_t>(B),
+                   T,
+                   C,
+                   sequence_parallel ? BT / tp_size : BT,
+                   rebuilt ? 0 : attention_saved_floats(attention_heads(cfg, B, tp_size)),
+                   bf16_product_inputs};
   const std::size_t V = shape.local.vocab_rows, R = shape.stream_rows;
   std::size_t used = 0;
   auto take = [&](std::size_t count) {
@@ -41,7 +43,10 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
   a.encoded = content == StashContent::inputs && chunk.embedding ? nullptr : take(R * C);
   if (content == StashContent::inputs) return used;
   a.layers.resize(chunk.num_layers);
-  for (typename Block::Stash& layer : a.layers) Block::carve(layer, shape, take);
+  for (int i = 0; i < chunk.num_layers; ++i) {
+    shape.mixture = moe_shape(cfg, chunk.first_layer + i, R, expert_ranks);
+    Block::carve(a.layers[i], shape, take);
+  }
   if (!chunk.head) return used;
   a.final_norm = shape.product_input(take, R * C);
   a.final_norm_mean = Block::kLayerNorm ? take(R) : nullptr;
@@ -53,9 +58,10 @@ std::size_t carve(float* base, const ModelConfig& cfg, int B, int tp_size, const
 
 template <class Block>
 std::size_t stash_floats(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                         StashContent content, bool sequence_parallel, bool bf16_product_inputs) {
+                         StashContent content, bool sequence_parallel, bool bf16_product_inputs, int expert_ranks) {
   Activations<Block> layout;
-  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs, layout);
+  return carve(nullptr, cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs,
+               expert_ranks, layout);
 }
 
 // Token ids kept with the floats: the inputs of the embedding chunk, and under recomputation the
@@ -69,10 +75,10 @@ std::size_t stashed_ids(const ModelConfig& cfg, int micro_batch_size, const Mode
 }  // namespace
 
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
-                        StashContent content, bool sequence_parallel, bool bf16_product_inputs) {
+                        StashContent content, bool sequence_parallel, bool bf16_product_inputs, int expert_ranks) {
   const std::size_t floats = with_family(cfg.family, [&]<class Family>(Family) {
     return stash_floats<typename Family::Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel,
-                                                bf16_product_inputs);
+                                                bf16_product_inputs, expert_ranks);
   });
   return floats * sizeof(float) + stashed_ids(cfg, micro_batch_size, chunk, content) * sizeof(int);
 }
@@ -84,7 +90,7 @@ std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_siz
 template <class Block>
 ActivationArena<Block>::ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size,
                                         const ModelChunk& chunk, StashContent content, ActivationMemory* memory,
-                                        bool sequence_parallel, bool bf16_product_inputs)
+                                        bool sequence_parallel, bool bf16_product_inputs, int expert_ranks)
     : cfg_(cfg),
       micro_batch_size_(micro_batch_size),
       tp_size_(tp_size),
@@ -93,17 +99,20 @@ ActivationArena<Block>::ActivationArena(const ModelConfig& cfg, int micro_batch_
       memory_(memory),
       sequence_parallel_(sequence_parallel),
       bf16_product_inputs_(bf16_product_inputs),
+      expert_ranks_(expert_ranks),
       slot_floats_(
-          stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs)),
+          stash_floats<Block>(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs,
+                              expert_ranks)),
       slot_bytes_(
-          stash_bytes(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs)) {}
+          stash_bytes(cfg, micro_batch_size, tp_size, chunk, content, sequence_parallel, bf16_product_inputs,
+                      expert_ranks)) {}
 
 template <class Block>
 typename ActivationArena<Block>::Slot ActivationArena<Block>::make_slot() const {
   Slot slot;
   slot.floats = FloatBuffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("activations")), slot_floats_);
   carve(slot.floats.data(), cfg_, micro_batch_size_, tp_size_, chunk_, content_, sequence_parallel_,
-        bf16_product_inputs_, slot.activations);
+        bf16_product_inputs_, expert_ranks_, slot.activations);
   const std::size_t tokens = static_cast<std::size_t>(micro_batch_size_) * cfg_.seq_len;
   if (chunk_.embedding) slot.activations.tokens = IntBuffer("activation_tokens", tokens);
   if (content_ == StashContent::inputs && chunk_.head) slot.activations.targets = IntBuffer("activation_targets", tokens);

@@ -50,9 +50,10 @@ enum class StashContent { all, inputs, without_probabilities };
 // group of tp_size (with sequence_parallel: the stream's tensors hold 1/tp_size of the rows; with
 // bf16_product_inputs, under train.precision = "bf16": the activations only products read in bf16).
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size = 1);
+// expert_ranks: parallel.ep, over which a mixture's experts are split ([model.moe]).
 std::size_t stash_bytes(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
                         StashContent content = StashContent::all, bool sequence_parallel = false,
-                        bool bf16_product_inputs = false);
+                        bool bf16_product_inputs = false, int expert_ranks = 1);
 
 // Activation bytes held by all the arenas of one rank, and their high-water mark. `resident`
 // counts what the rank holds for its whole life on top (selective recomputation's buffer for one
@@ -69,7 +70,7 @@ class ActivationArena {
   // `memory` (optional) is shared by the arenas of one rank so that their total peak is known.
   ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size, const ModelChunk& chunk,
                   StashContent content = StashContent::all, ActivationMemory* memory = nullptr,
-                  bool sequence_parallel = false, bool bf16_product_inputs = false);
+                  bool sequence_parallel = false, bool bf16_product_inputs = false, int expert_ranks = 1);
   ActivationArena(const ModelConfig& cfg, int micro_batch_size, int tp_size)
       : ActivationArena(cfg, micro_batch_size, tp_size, whole_model(cfg)) {}
 
@@ -102,6 +103,7 @@ class ActivationArena {
   ActivationMemory* memory_;
   bool sequence_parallel_;
   bool bf16_product_inputs_;
+  int expert_ranks_;
   std::size_t slot_floats_;
   std::size_t slot_bytes_;
   std::deque<Slot> slots_;  // a deque keeps references to slots valid as it grows

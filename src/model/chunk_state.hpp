@@ -25,11 +25,11 @@ struct DeferredWeightGrads {
 template <class Block>
 struct ChunkState {
   ChunkState(const ModelConfig& cfg, int B, int tp_size, const ModelChunk& spec, Recompute recompute,
-             bool sequence_parallel, bool bf16_product_inputs, ActivationMemory& memory)
+             bool sequence_parallel, bool bf16_product_inputs, ActivationMemory& memory, int expert_ranks)
       : spec(spec),
         stash(cfg, B, tp_size, spec,
               recompute == Recompute::selective ? StashContent::without_probabilities : StashContent::all, &memory,
-              sequence_parallel, bf16_product_inputs) {
+              sequence_parallel, bf16_product_inputs, expert_ranks) {
     if (recompute == Recompute::full)
       inputs = std::make_unique<ActivationArena<Block>>(cfg, B, tp_size, spec, StashContent::inputs, &memory,
                                                         sequence_parallel);

@@ -38,10 +38,22 @@ decltype(auto) with_family(ModelFamily family, Run&& run) {
   throw std::logic_error("with_family: a ModelFamily without a block type");
 }
 
+// Which experts of each mixture ([model.moe]) a rank holds under parallel.ep: rank `rank` of `size`
+// holds experts [rank · E / size, (rank + 1) · E / size), under their global names.
+struct ExpertShard {
+  int rank = 0;
+  int size = 1;
+  int first(int experts) const { return rank * (experts / size); }
+  bool holds(int expert, int experts) const {
+    return expert < 0 || (expert >= first(experts) && expert < first(experts) + experts / size);
+  }
+};
+
 // Adds to `params` (not yet allocated) the tensors `chunks` need, in model order, as the family's
 // description gives them (global shapes, TP split, initialisation): the embedding on the first
-// chunk (and on the last when the head is tied to it), the position table, the blocks, the final
-// norm and the untied head.
-void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks);
+// chunk (and on the last when the head is tied to it), the position table, the blocks (of a
+// mixture, the experts `experts` holds), the final norm and the untied head.
+void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks,
+                          ExpertShard experts = {});
 
 }  // namespace trident

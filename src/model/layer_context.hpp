@@ -14,6 +14,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/rope.hpp"
+#include "model/moe_mlp.hpp"
 #include "model/ring_attention.hpp"
 #include "model/tp_shape.hpp"
 
@@ -52,6 +53,7 @@ struct StashShape {
   std::size_t stream_rows;
   std::size_t attention_saved;
   bool bf16_product_inputs = false;
+  MoeShape mixture = {};  // the layer's mixture of experts ([model.moe]); none: a dense MLP
   std::size_t rows() const { return B * T; }
 
   // Carves a ProductInput of `elements` with a block's `take` (floats from the stash's arena).
@@ -81,6 +83,14 @@ struct LayerContext {
   // The position ids and packed documents of the micro-batch in hand (the model sets them before
   // each pass).
   TokenPositions positions = {};
+  // [model.moe]: what the mixture layers share (else null); the layer in hand (its index in the
+  // whole model), whether its forward counts toward the step's figures (not when recomputed for
+  // backward, nor an evaluation) and the scale of the loss gradient its backward carries
+  // (Transformer::backward's).
+  MoeContext* moe = nullptr;
+  int layer = 0;
+  bool counted = true;
+  float loss_scale = 1.0f;
 
   int rows() const { return B * T; }  // rows of the tensor-parallel region: every position
   std::size_t hidden_floats() const { return static_cast<std::size_t>(B) * T * C; }  // one [B, T, C] tensor

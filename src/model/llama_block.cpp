@@ -1,6 +1,7 @@
 #include "model/llama_block.hpp"
 
 #include <stdexcept>
+#include <string>
 
 #include "kernels/attention.hpp"
 #include "kernels/copy.hpp"
@@ -47,9 +48,28 @@ LlamaBlock::Weights LlamaBlock::tensors(const FloatBuffer& buffer, const ParamSt
   };
   followed_by("self_attn.q_proj.weight", "self_attn.k_proj.weight");
   followed_by("self_attn.k_proj.weight", "self_attn.v_proj.weight");
+  Weights w{at("input_layernorm.weight"), at("self_attn.q_proj.weight"), at("self_attn.o_proj.weight"),
+            at("post_attention_layernorm.weight"), nullptr, nullptr};
+  if (params.try_find(p + "block_sparse_moe.gate.weight")) {
+    // This rank's experts (all, or its share under expert parallelism) lie one after the other
+    // (w1, w3, w2 each) right after the router.
+    auto expert = [](int e) { return "block_sparse_moe.experts." + std::to_string(e) + "."; };
+    int first = 0;
+    while (!params.try_find(p + expert(first) + "w1.weight")) ++first;  // the router has experts
+    std::string previous = "block_sparse_moe.gate.weight";
+    for (int e = first; params.try_find(p + expert(e) + "w1.weight"); ++e) {
+      followed_by(previous, expert(e) + "w1.weight");
+      followed_by(expert(e) + "w1.weight", expert(e) + "w3.weight");
+      followed_by(expert(e) + "w3.weight", expert(e) + "w2.weight");
+      previous = expert(e) + "w2.weight";
+    }
+    w.moe = {at("block_sparse_moe.gate.weight"), at(expert(first) + "w1.weight")};
+    return w;
+  }
   followed_by("mlp.gate_proj.weight", "mlp.up_proj.weight");
-  return {at("input_layernorm.weight"),          at("self_attn.q_proj.weight"), at("self_attn.o_proj.weight"),
-          at("post_attention_layernorm.weight"), at("mlp.gate_proj.weight"),    at("mlp.down_proj.weight")};
+  w.gate_up_proj = at("mlp.gate_proj.weight");
+  w.down_proj = at("mlp.down_proj.weight");
+  return w;
 }
 
 void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash& x, const float* input) {
@@ -70,6 +90,7 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   row_parallel(x.residual2, x.atty, w.o_proj, qkv.q_width);
   rmsnorm_forward(x.norm2, x.norm2_rstd, NormInput::residual(x.residual2, x.residual2, input), w.post_attention_norm,
                   ctx.norm_eps, R, C);
+  if (w.moe.router) return moe_forward(ctx, w.moe, x.moe, x.norm2.fp32, x.residual2, x.residual3);
   linear_forward(ctx.gemm, x.gate_up, ctx.gather_rows(x.norm2, ctx.scratch.gathered), w.gate_up_proj, nullptr, BT, C,
                  2 * F, kLinear);
   swiglu_forward(x.h, x.gate_up, BT, F);
@@ -77,20 +98,38 @@ void LlamaBlock::forward(const LayerContext& ctx, const Weights& w, const Stash&
   residual_forward(x.residual3, x.residual3, x.residual2, ctx.local_floats());
 }
 
-void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
-                          const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
-  const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C, F = ctx.local.mlp_width;
-  const QkvColumns qkv(ctx.local);
-  const BlockBackward<LlamaBlock> step(ctx, dw, x, dresidual, kept, when);
+namespace {
+
+// The MLP's (or the mixture's) backward from the stream's gradient: returns the gradient w.r.t.
+// post_attention_layernorm's output, summed over TP.
+const float* mlp_backward(const LayerContext& ctx, const LlamaBlock::Weights& w, const LlamaBlock::Weights& dw,
+                          const BlockBackward<LlamaBlock>& step, const LlamaBlock::Stash& x, float* dresidual,
+                          const LlamaBlock::OutputGrads& kept) {
+  if (w.moe.router) {  // on the stream's rows, whole on every TP rank: nothing to gather or sum
+    moe_backward(ctx, w.moe, dw.moe, x.moe, x.norm2.fp32, dresidual, step.dln());
+    return step.dln();
+  }
+  const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   step.gather_output_grad(kept.mlp_out);
   // dh into the gate half of d(gate | up), which swiglu_backward then overwrites in place.
   linear_backward_input(ctx.gemm, kept.gate_up, kept.mlp_out, w.down_proj, BT, F, C, kLinear, 2 * F);
-  step.weight_grad_now(Linear::down);
+  step.weight_grad_now(LlamaBlock::Linear::down);
   swiglu_backward(kept.gate_up, kept.gate_up, 2 * F, x.gate_up, BT, F);
   linear_backward_input(ctx.gemm, step.dln(), kept.gate_up, w.gate_up_proj, BT, C, 2 * F, kLinear);
-  step.reduce_over_tp_during(Linear::gate_up);
-  rmsnorm_backward(dresidual, dw.post_attention_norm, step.dln_sum(), x.residual2, x.norm2_rstd, w.post_attention_norm,
-                   R, C, ctx.scratch.column_sums);
+  step.reduce_over_tp_during(LlamaBlock::Linear::gate_up);
+  return step.dln_sum();
+}
+
+}  // namespace
+
+void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weights& dw, const Stash& x,
+                          const float* input, float* dresidual, const OutputGrads& kept, WeightGrads when) {
+  const int BT = ctx.rows(), R = ctx.local_rows(), C = ctx.C;
+  const QkvColumns qkv(ctx.local);
+  const BlockBackward<LlamaBlock> step(ctx, dw, x, dresidual, kept, when);
+  const float* dnorm2 = mlp_backward(ctx, w, dw, step, x, dresidual, kept);
+  rmsnorm_backward(dresidual, dw.post_attention_norm, dnorm2, x.residual2, x.norm2_rstd, w.post_attention_norm, R, C,
+                   ctx.scratch.column_sums);
 
   step.gather_output_grad(kept.attn_out);
   linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, qkv.q_width, C, kLinear);
@@ -106,9 +145,11 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
                    ctx.scratch.column_sums);
 }
 
+// A mixture's weight gradients are done in backward (moe_backward).
 void LlamaBlock::weight_grad(const LayerContext& ctx, const Weights& dw, const Stash& x, const OutputGrads& kept) {
   for (Linear layer : {Linear::down, Linear::gate_up, Linear::o, Linear::qkv})
-    linear_weight_grad(layer, ctx, dw, x, kept);
+    if (!dw.moe.router || (layer != Linear::down && layer != Linear::gate_up))
+      linear_weight_grad(layer, ctx, dw, x, kept);
 }
 
 void LlamaBlock::linear_weight_grad(Linear layer, const LayerContext& ctx, const Weights& dw, const Stash& x,

@@ -8,7 +8,9 @@
 // all-reduced over the TP group in forward; RMSNorms replicated. q_proj, k_proj and v_proj lie one
 // after the other in the parameter buffer (on every TP rank, its heads of each), so they are one
 // [(H + 2·KV)/tp · hd, C] weight and one product, each token's output row q | k | v; gate_proj and
-// up_proj likewise one [2F/tp, C] weight, gate | up.
+// up_proj likewise one [2F/tp, C] weight, gate | up. In a mixture layer ([model.moe]) a mixture of
+// experts takes the MLP's place (model/moe_mlp.hpp), its weights and stash in `moe`; the MLP's are
+// then null.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,7 @@ struct LlamaBlock {
     float* post_attention_norm;
     float* gate_up_proj;  // gate_proj, up_proj, one after the other
     float* down_proj;
+    MoeWeights moe = {};  // a mixture layer's router and experts
   };
 
   // What forward keeps for backward, one micro-batch (plan/memory.cpp counts the same list).
@@ -44,10 +47,11 @@ struct LlamaBlock {
     float* att;         // what attention keeps: [B, H/tp, T] log-sum-exps (tiled) or [B, H/tp, T, T] probabilities
     float* atty;        // [B, T, H/tp · hd]   attention output, before o_proj
     float* residual2;   // [R, C]  residual stream after attention
-    ProductInput norm2;  // [R, C]  post_attention_layernorm output
+    ProductInput norm2;  // [R, C]  post_attention_layernorm output (fp32 in a mixture layer: the router reads it)
     float* norm2_rstd;  // [R]
     float* gate_up;     // [B, T, 2F/tp]  each token's gate | up
     ProductInput h;     // [B, T, F/tp]   silu(gate) · up: bf16 under train.precision = "bf16"
+    MoeStash moe;       // a mixture layer's, in place of gate_up and h
     float* residual3;   // [R, C]  block output
   };
 
@@ -100,10 +104,19 @@ void LlamaBlock::carve(Stash& x, const StashShape& shape, Take&& take) {
   x.att = shape.attention_saved > 0 ? take(shape.attention_saved) : nullptr;
   x.atty = take(BT * local.heads * hd);
   x.residual2 = take(R * C);
-  x.norm2 = shape.product_input(take, R * C);
-  x.norm2_rstd = take(R);
-  x.gate_up = take(BT * 2 * f);
-  x.h = shape.product_input(take, BT * f);
+  if (shape.mixture.experts > 0) {
+    x.norm2 = take(R * C);
+    x.norm2_rstd = take(R);
+    x.gate_up = nullptr;
+    x.h = nullptr;
+    x.moe.carve(shape.mixture, R, C, take, [&](std::size_t n) { return shape.product_input(take, n); });
+  } else {
+    x.norm2 = shape.product_input(take, R * C);
+    x.norm2_rstd = take(R);
+    x.gate_up = take(BT * 2 * f);
+    x.h = shape.product_input(take, BT * f);
+    x.moe = {};
+  }
   x.residual3 = take(R * C);
 }
 

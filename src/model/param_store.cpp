@@ -81,6 +81,7 @@ const ParamTensor& ParamStore::add(const TensorSpec& spec) {
   tensor.shard_dim = shard_dim;
   tensor.shard_blocks = shard_blocks;
   tensor.init = spec.init;
+  tensor.expert = spec.expert;
   if (tensor.tp_sharded()) {
     if (shard_dim >= static_cast<int>(tensor.global_shape.size()) || shard_blocks < 1 ||
         tensor.global_shape[shard_dim] % shard_blocks != 0)

@@ -33,6 +33,7 @@ struct ParamTensor {
   std::size_t size = 0;       // number of local elements
   bool weight_decay = false;  // AdamW decay applies to 2-D weights only
   TensorInit init = TensorInit::normal;  // how init_parameters fills it (model/init.hpp)
+  int expert = -1;  // a mixture's expert it belongs to (-1: none): split over parallel.ep, not replicated
 
   bool tp_sharded() const { return shard_dim >= 0; }
   float* in(const FloatBuffer& buffer) const { return buffer.data() + offset; }

@@ -26,7 +26,8 @@
 
 namespace trident {
 
-void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks) {
+void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std::vector<ModelChunk>& chunks,
+                          ExpertShard experts) {
   bool embedding = false, head = false;
   for (const ModelChunk& chunk : chunks) embedding |= chunk.embedding, head |= chunk.head;
   const std::vector<TensorSpec> inputs = input_tensors(cfg);  // the embedding first
@@ -35,7 +36,8 @@ void add_model_parameters(ParamStore& params, const ModelConfig& cfg, const std:
     for (auto tensor = inputs.begin() + 1; tensor != inputs.end(); ++tensor) params.add(*tensor);
   for (const ModelChunk& chunk : chunks)
     for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer)
-      for (const TensorSpec& tensor : layer_tensors(cfg, layer)) params.add(tensor);
+      for (const TensorSpec& tensor : layer_tensors(cfg, layer))
+        if (experts.holds(tensor.expert, cfg.moe.experts)) params.add(tensor);
   if (!head) return;
   for (const TensorSpec& tensor : final_norm_tensors(cfg)) params.add(tensor);
   if (!cfg.tie_embeddings) params.add(untied_head_tensor(cfg));
@@ -61,6 +63,7 @@ struct Transformer::Impl {
   virtual void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
                         const GradsReadyFn& grads_ready) = 0;
   virtual void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) = 0;
+  virtual MoeContext* mixture() = 0;
 
   ModelConfig cfg;
   int B;
@@ -84,7 +87,7 @@ class FamilyModel final : public Transformer::Impl {
   using GradsReadyFn = Transformer::GradsReadyFn;
 
   FamilyModel(const ModelConfig& cfg, int micro_batch_size, Comm& tp, std::vector<ModelChunk> chunk_specs,
-              Recompute recompute, MatmulPrecision precision, bool sequence_parallel, Comm* cp)
+              Recompute recompute, MatmulPrecision precision, bool sequence_parallel, Comm* cp, Comm* ep)
       : Impl(cfg, micro_batch_size, tp, std::move(chunk_specs)),
         rows_(rows_per_rank(cfg, cp)),
         gemm_(precision),
@@ -96,6 +99,7 @@ class FamilyModel final : public Transformer::Impl {
         ring_(cp && cp->size() > 1 ? std::make_unique<RingAttention>(*cp, attention_heads(rows_, micro_batch_size,
                                                                                            tp.size()))
                                    : nullptr),
+        moe_(cfg.moe.experts > 0 ? std::make_unique<MoeContext>(cfg, micro_batch_size * rows_.seq_len, ep) : nullptr),
         ctx_{micro_batch_size,
              rows_.seq_len,
              cfg.d_model,
@@ -107,11 +111,14 @@ class FamilyModel final : public Transformer::Impl {
              static_cast<float>(cfg.norm_eps),
              sequence_parallel,
              cfg.attention,
-             ring_.get()},
+             ring_.get(),
+             {},
+             moe_.get()},
         loss_(micro_batch_size * rows_.seq_len, ctx_.local, tp) {
     for (const ModelChunk& spec : specs)
       chunks_.push_back(std::make_unique<Chunk>(rows_, B, tp.size(), spec, recompute, sequence_parallel,
-                                                gemm_.precision() == MatmulPrecision::bf16, memory));
+                                                gemm_.precision() == MatmulPrecision::bf16, memory,
+                                                ep ? ep->size() : 1));
     memory.resident = ws_.att.extent(0) * sizeof(float);
   }
 
@@ -134,6 +141,7 @@ class FamilyModel final : public Transformer::Impl {
   void backward(int chunk, int microbatch, float loss_scale, const BackwardIO& io, WeightGrads weight_grads,
                 const GradsReadyFn& grads_ready) override;
   void weight_grad(int chunk, int microbatch, const GradsReadyFn& grads_ready) override;
+  MoeContext* mixture() override { return moe_.get(); }
 
  private:
   Chunk& chunk(int index) {
@@ -168,6 +176,7 @@ class FamilyModel final : public Transformer::Impl {
   std::unique_ptr<RopeTable> rope_;  // rotary families only
   Workspace ws_;
   std::unique_ptr<RingAttention> ring_;  // context parallelism only
+  std::unique_ptr<MoeContext> moe_;      // [model.moe] only
   LayerContext ctx_;
   std::unique_ptr<ModelTensors<Family>> weights_, grads_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
@@ -184,6 +193,7 @@ void FamilyModel<Family>::run_forward(const ModelChunk& spec, Stash& a, const in
   if (spec.embedding) embedding_forward(a);
   for (int i = 0; i < spec.num_layers; ++i) {
     const ProfileRegion layer(kLayerForwardRegion);
+    ctx_.layer = spec.first_layer + i;
     Block::forward(ctx_, weights_->blocks[spec.first_layer + i], a.layers[i], block_input(a, i));
   }
   if (spec.head) head_forward(a, chunk_output(spec, a), targets, counted);
@@ -293,6 +303,7 @@ void FamilyModel<Family>::blocks_backward(Chunk& c, const Stash& a, Deferred* de
   for (int i = c.spec.num_layers - 1; i >= 0; --i) {
     const int layer = c.spec.first_layer + i;
     const typename Block::OutputGrads kept = deferred ? deferred->blocks[i] : Block::in_place(ctx_, dresidual);
+    ctx_.layer = layer;
     with_norm_grads_summed_over_tp(Block::norm_tensors(grads_->blocks[layer]), [&] {
       const ProfileRegion region(kLayerBackwardRegion);
       Block::backward(ctx_, weights_->blocks[layer], grads_->blocks[layer], a.layers[i], block_input(a, i), dresidual,
@@ -314,6 +325,7 @@ auto FamilyModel<Family>::stash_for_backward(Chunk& c, int microbatch) -> const 
     copy_ints(rebuilt.tokens.data(), kept.tokens.data(), kept.tokens.extent(0));
   else
     copy_floats(rebuilt.encoded, kept.encoded, ctx_.local_floats());
+  ctx_.counted = false;
   run_forward(c.spec, rebuilt, c.spec.head ? kept.targets.data() : nullptr, false);
   c.inputs->release(microbatch);
   return rebuilt;
@@ -364,11 +376,13 @@ void FamilyModel<Family>::report_ready(const GradsReadyFn& grads_ready, std::str
   grads_ready(begin.offset, end.offset + end.size - begin.offset);
 }
 
-// A layer's tensors lie one after the other, as its description lists them.
+// A layer's tensors lie one after the other, as its description lists them (of a mixture's experts,
+// those this rank holds).
 template <class Family>
 void FamilyModel<Family>::report_layer(const GradsReadyFn& grads_ready, int layer) const {
   if (!grads_ready) return;
-  const std::vector<TensorSpec> tensors = layer_tensors(cfg, layer);
+  std::vector<TensorSpec> tensors = layer_tensors(cfg, layer);
+  std::erase_if(tensors, [&](const TensorSpec& tensor) { return !params.try_find(tensor.name); });
   report_ready(grads_ready, tensors.front().name, tensors.back().name);
 }
 
@@ -409,6 +423,7 @@ void FamilyModel<Family>::forward(int chunk_index, int microbatch, const Forward
     copy_ints(a.tokens.data(), io.tokens->data(), a.tokens.extent(0));
   else
     copy_floats(a.encoded, io.input, BTC);
+  ctx_.counted = io.for_backward;  // a mixture's figures are training's, not an evaluation's
   run_forward(spec, a, spec.head ? io.targets->data() : nullptr, true);
   if (!spec.head) copy_floats(io.output, chunk_output(spec, a), BTC);
   if (!io.for_backward) {
@@ -438,6 +453,7 @@ void FamilyModel<Family>::backward(int chunk_index, int microbatch, float loss_s
                                 " needs its gradient buffers");
   const Stash& a = stash_for_backward(c, microbatch);
   ctx_.positions = a.positions;
+  ctx_.loss_scale = loss_scale;
   const bool now = weight_grads == WeightGrads::now;
   Deferred* deferred = now ? nullptr : &defer_weight_grads(c, microbatch, loss_scale);
   if (spec.head) {
@@ -487,10 +503,11 @@ void FamilyModel<Family>::weight_grad(int chunk_index, int microbatch, const Gra
 template <class Family>
 std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed,
                                               Comm& tp, std::vector<ModelChunk> chunks, Recompute recompute,
-                                              MatmulPrecision precision, bool sequence_parallel, Comm* cp) {
+                                              MatmulPrecision precision, bool sequence_parallel, Comm* cp,
+                                              Comm* ep) {
   auto model = std::make_unique<FamilyModel<Family>>(cfg, micro_batch_size, tp, std::move(chunks), recompute, precision,
-                                                     sequence_parallel, cp);
-  add_model_parameters(model->params, cfg, model->specs);
+                                                     sequence_parallel, cp, ep);
+  add_model_parameters(model->params, cfg, model->specs, ep ? ExpertShard{ep->rank(), ep->size()} : ExpertShard{});
   model->params.allocate();
   init_parameters(model->params, cfg, seed);
   model->keep_bf16_weights();
@@ -502,7 +519,7 @@ std::unique_ptr<Transformer::Impl> make_model(const ModelConfig& cfg, int micro_
 
 Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
                          std::vector<ModelChunk> chunks, Recompute recompute, MatmulPrecision precision,
-                         bool sequence_parallel, Comm* cp) {
+                         bool sequence_parallel, Comm* cp, Comm* ep) {
   if (chunks.empty()) chunks.push_back(whole_model(cfg));
   const int cp_size = cp ? cp->size() : 1;
   if (cp_size > 1 && cfg.seq_len % (2 * cp_size) != 0)
@@ -512,7 +529,7 @@ Transformer::Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint
         "Transformer: sequence parallelism needs seq_len / cp divisible by the TP group's size");
   impl_ = with_family(cfg.family, [&]<class Family>(Family) -> std::unique_ptr<Impl> {
     return make_model<Family>(cfg, micro_batch_size, seed, tp, std::move(chunks), recompute, precision,
-                              sequence_parallel, cp);
+                              sequence_parallel, cp, ep);
   });
 }
 
@@ -521,6 +538,10 @@ Transformer::~Transformer() = default;
 void Transformer::forward(int chunk, int microbatch, const ForwardIO& io) { impl_->forward(chunk, microbatch, io); }
 
 void Transformer::take_loss_sum(double* total) { impl_->take_loss_sum(total); }
+
+void Transformer::take_mixture_figures(double* aux_sum, double* tokens_per_expert) {
+  if (MoeContext* moe = impl_->mixture()) moe->take_figures(aux_sum, tokens_per_expert);
+}
 
 double Transformer::take_loss_sum() {
   take_loss_sum(impl_->loss_read.data());

@@ -52,10 +52,13 @@ class Transformer {
   // TP rank (layer_context.hpp). cp: the context-parallel group (null or a group of one: none); it
   // must outlive the model. With cp ranks each rank computes T = seq_len / cp rows of each
   // sequence, its two chunks (model/ring_attention.hpp), whose position ids ForwardIO gives.
+  // ep: the expert-parallel group ([model.moe] with parallel.ep; null or a group of one: every
+  // expert here); it must outlive the model. Rank r of it holds experts [r·E/ep, (r+1)·E/ep) and
+  // the all-to-alls of the mixtures run over it (model/moe_mlp.hpp).
   Transformer(const ModelConfig& cfg, int micro_batch_size, std::uint64_t seed, Comm& tp,
               std::vector<ModelChunk> chunks = {}, Recompute recompute = Recompute::none,
               MatmulPrecision precision = MatmulPrecision::automatic, bool sequence_parallel = false,
-              Comm* cp = nullptr);
+              Comm* cp = nullptr, Comm* ep = nullptr);
   ~Transformer();
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;
@@ -105,6 +108,11 @@ class Transformer {
   void take_loss_sum(double* total);
   // The same, read on the host (waits for the device).
   double take_loss_sum();
+  // [model.moe]: the step's mixture figures since the last take, queued the same way (nothing for a
+  // dense model). *aux_sum: the load-balancing loss's sum, weighted as the loss sum is (divided by
+  // the step's tokens it is the step's aux loss); tokens_per_expert[layers · experts]: each layer's
+  // tokens per expert (0 where this rank holds no mixture of that layer).
+  void take_mixture_figures(double* aux_sum, double* tokens_per_expert);
 
   // The whole model on one rank (a single chunk with the embedding and the head): inputs/targets
   // are micro_batch_size × seq_len token ids; returns the micro-batch's loss sum (read on the host).

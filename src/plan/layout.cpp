@@ -77,7 +77,8 @@ std::vector<int> axis_group(int rank, Axis axis, const ParallelConfig& parallel)
 std::string describe_grid(const ParallelConfig& parallel) {
   std::string text = "tp " + std::to_string(parallel.tp);
   if (parallel.cp > 1) text += " x cp " + std::to_string(parallel.cp);
-  return text + " x pp " + std::to_string(parallel.pp) + " x dp " + std::to_string(parallel.dp);
+  text += " x pp " + std::to_string(parallel.pp) + " x dp " + std::to_string(parallel.dp);
+  return parallel.ep > 1 ? text + " (experts over ep " + std::to_string(parallel.ep) + ")" : text;
 }
 
 std::string grid_keys(const ParallelConfig& parallel) {

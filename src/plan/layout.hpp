@@ -34,8 +34,9 @@ int coords_to_rank(GridCoords coords, const ParallelConfig& parallel);
 // (so a rank's index in its group is its coordinate: usable as the key of MPI_Comm_split).
 std::vector<int> axis_group(int rank, Axis axis, const ParallelConfig& parallel);
 
-// "tp 2 x pp 4 x dp 8", with "x cp N" after tp where the grid has context parallelism: how the
-// banner, the plan and messages name a grid.
+// "tp 2 x pp 4 x dp 8", with "x cp N" after tp where the grid has context parallelism and
+// "(experts over ep N)" after it under expert parallelism: how the banner, the plan and messages
+// name a grid.
 std::string describe_grid(const ParallelConfig& parallel);
 // "parallel.tp × parallel.pp × parallel.dp = 2 × 1 × 4" (with parallel.cp where cp > 1): the deck's
 // keys for messages about the grid's size.

@@ -36,11 +36,19 @@ namespace trident {
 // (train.precision = "bf16") what only products read is kept in bf16: half the words, rounded up
 // to whole 16-byte groups (product_input_floats): the MLP's output activation (GELU's, SwiGLU's)
 // and the norms' outputs.
+// A mixture layer ([model.moe], ModelConfig::moe_layer; model/moe_mlp.hpp's MoeStash) keeps instead
+// of ln_2's product input, the MLP's outputs and its activation, with R the residual stream's rows
+// and A = R * top_k assignments, E experts of hidden width F (whole on every TP rank): ln_2 out R*C
+// in fp32 (the router reads it) + rstd R, router softmax R*E, chosen experts and their weights
+// 2*A, token counts E, permutation offsets E + 1, order and slot 2*A (integers one word each),
+// permuted input A*C and expert activation A*F (product inputs: bf16-sized under bf16), w1 | w3
+// outputs 2*A*F, expert outputs A*C.
 // Throws std::invalid_argument if the layers fall outside the model.
 struct StashMode {
   bool keep_probabilities = true;
   bool sequence_parallel = false;
   bool bf16_product_inputs = false;
+  int expert_ranks = 1;  // parallel.ep: a mixture's rows travel to its experts' ranks and back
 };
 std::int64_t activation_floats_per_microbatch(const ModelConfig& model, int micro_batch_size, int first_layer,
                                               int num_layers, bool first_stage, bool last_stage, int tp = 1,
@@ -104,7 +112,11 @@ struct RankMemory {
 // and v's 3*B*T*C/tp, the probabilities' B*(H/tp)*T^2, the MLP's B*T*F/tp (Llama: twice); with
 // sequence parallelism the gathered rows (2*B*T*C), the summed norm gradient (B*T*C/tp) and the
 // norm gradients set aside (8*C). (Selective recomputation's probabilities are recompute_bytes.)
-std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel);
+// Under [model.moe] also the mixture's (model/moe_mlp.hpp's MoeContext, k = top_k, E experts of
+// width F): backward's gradients of the w1 | w3 outputs B*T*k*2F, of the experts' inputs B*T*k*C,
+// of the router logits B*T*E and of the routing weights B*T*k, and the step's tokens per expert L*E.
+std::int64_t workspace_floats(const ModelConfig& model, int micro_batch_size, int tp, bool sequence_parallel,
+                              int expert_ranks = 1);
 // Context parallelism's ring attention buffers, for `model` with the rank's seq_len / cp positions.
 std::int64_t ring_floats(const ModelConfig& model, int micro_batch_size, int tp);
 

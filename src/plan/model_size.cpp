@@ -28,15 +28,40 @@ std::int64_t padded_vocab(int vocab, int tp) {
   return (static_cast<std::int64_t>(vocab) + tp - 1) / tp * tp;
 }
 
-std::int64_t block_params(const ModelConfig& model, int tp) {
+std::int64_t block_params(const ModelConfig& model, int tp, int layer, int ep) {
   require_heads_split_across_tp(model, tp);
   std::int64_t params = 0;
-  for (const TensorSpec& tensor : family_of(model).block_tensors(model)) params += tensor.elements_per_rank(tp);
+  for (const TensorSpec& tensor : family_of(model).block_tensors(model, layer))
+    if (tensor.expert < model.moe.experts / ep) params += tensor.elements_per_rank(tp);  // ep rank 0's experts
   return params;
 }
 
+// A mixture's experts that a token is not routed to: (experts - top_k) SwiGLU MLPs.
+std::int64_t idle_expert_params(const ModelConfig& model, int layer) {
+  if (!model.moe_layer(layer)) return 0;
+  return std::int64_t{model.moe.experts - model.moe.top_k} * 3 * model.d_model * model.expert_hidden();
+}
+
+std::int64_t active_block_params(const ModelConfig& model, int layer) {
+  return block_params(model, 1, layer) - idle_expert_params(model, layer);
+}
+
+double mean_active_block_params(const ModelConfig& model) {
+  double sum = 0.0;
+  for (int layer = 0; layer < model.layers; ++layer) sum += static_cast<double>(active_block_params(model, layer));
+  return sum / model.layers;
+}
+
 std::int64_t non_embedding_params(const ModelConfig& model) {
-  return model.layers * block_params(model) + norm_floats(model);
+  std::int64_t params = norm_floats(model);
+  for (int layer = 0; layer < model.layers; ++layer) params += block_params(model, 1, layer);
+  return params;
+}
+
+std::int64_t active_non_embedding_params(const ModelConfig& model) {
+  std::int64_t params = non_embedding_params(model);
+  for (int layer = 0; layer < model.layers; ++layer) params -= idle_expert_params(model, layer);
+  return params;
 }
 
 std::int64_t position_params(const ModelConfig& model) {
@@ -49,13 +74,18 @@ std::int64_t total_params(const ModelConfig& model) {
   return wte + position_params(model) + non_embedding_params(model) + untied_head;
 }
 
+std::int64_t active_params(const ModelConfig& model) {
+  return total_params(model) - (non_embedding_params(model) - active_non_embedding_params(model));
+}
+
 StageParams stage_params(const ModelConfig& model, const StageLayers& stage, bool first_stage,
-                         bool last_stage, int tp) {
+                         bool last_stage, int tp, int ep) {
   const std::int64_t c = model.d_model;
   const std::int64_t vocab_shard_rows = padded_vocab(model.vocab, tp) / tp;
   StageParams params;
   if (first_stage) params.embeddings = vocab_shard_rows * c + position_params(model);
-  params.blocks = stage.num_layers * block_params(model, tp);
+  for (int layer = stage.first_layer; layer < stage.end_layer(); ++layer)
+    params.blocks += block_params(model, tp, layer, ep);
   if (last_stage) {
     params.final_norm = norm_floats(model);
     const bool head_is_this_stages_wte = model.tie_embeddings && first_stage;
@@ -67,7 +97,7 @@ StageParams stage_params(const ModelConfig& model, const StageLayers& stage, boo
 double model_flops_per_step(const ModelConfig& model, std::int64_t tokens) {
   const double n = static_cast<double>(tokens);
   const double c = model.d_model;
-  return 6.0 * static_cast<double>(non_embedding_params(model)) * n + 6.0 * model.vocab * c * n +
+  return 6.0 * static_cast<double>(active_non_embedding_params(model)) * n + 6.0 * model.vocab * c * n +
          6.0 * model.layers * model.seq_len * c * n;
 }
 

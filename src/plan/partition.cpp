@@ -67,7 +67,7 @@ ForwardFlops forward_flops_per_token(const ModelConfig& model) {
   const double c = model.d_model;
   const double t = model.seq_len;
   const double v = model.vocab;
-  return {.layer = 2.0 * static_cast<double>(block_params(model)) + 2.0 * t * c,
+  return {.layer = 2.0 * mean_active_block_params(model) + 2.0 * t * c,
           .embedding = c,
           .head = 2.0 * v * c + 8.0 * c + 5.0 * v};
 }

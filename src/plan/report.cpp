@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "family/family.hpp"
 #include "plan/cp_traffic.hpp"
+#include "plan/ep_traffic.hpp"
 #include "plan/layout.hpp"
 #include "plan/memory.hpp"
 #include "plan/model_size.hpp"
@@ -120,6 +121,13 @@ void print_model(std::ostream& out, const ModelConfig& model, int tp) {
   }
   const char* mlp = family.mlp == MlpKind::swiglu ? " (SwiGLU)" : " (GELU)";
   fields.push_back({"ffn_hidden F", str(model.mlp_hidden()) + mlp});
+  if (const MoeConfig& moe = model.moe; moe.experts > 0)
+    fields.push_back({"mixture of experts",
+                      str(moe.experts) + " experts of F " + str(model.expert_hidden()) + ", top " + str(moe.top_k) +
+                          ", in " + str(model.moe_layers()) + " of " + str(model.layers) + " layers (" +
+                          (moe.capacity_factor > 0 ? "capacity factor " + count_text(moe.capacity_factor)
+                                                   : std::string("dropless")) +
+                          ", aux loss coef " + count_text(moe.aux_loss_coef) + ")"});
   fields.push_back({"seq_len T", str(model.seq_len) + (family.rotary() ? " (RoPE, theta " +
                                                                              count_text(model.rope_theta) + ")"
                                                                        : "")});
@@ -174,9 +182,13 @@ void print_parameters(std::ostream& out, const Deck& deck, const std::vector<Sta
   const bool interleaved = static_cast<int>(stages.size()) > pp;  // several chunks per rank
   const ChunkPlacement placement = chunk_placement(deck.schedule);
   out << "\nParameters\n";
-  print_fields(
-      out, {{"total", exact_and_human(total_params(model)) + (model.tie_embeddings ? ", tied head counted once" : "")},
-            {"non-embedding", exact_and_human(non_embedding_params(model)) + ", blocks + final norm"}});
+  Fields counts = {
+      {"total", exact_and_human(total_params(model)) + (model.tie_embeddings ? ", tied head counted once" : "")},
+      {"non-embedding", exact_and_human(non_embedding_params(model)) + ", blocks + final norm"}};
+  if (model.moe.experts > 0)
+    counts.push_back({"active per token", exact_and_human(active_params(model)) + ", the top " +
+                                              str(model.moe.top_k) + " experts of each mixture; FLOPs count these"});
+  print_fields(out, counts);
 
   out << "\nStages (" << split_title(deck, static_cast<int>(stages.size())) << ")\n";
   if (interleaved) {
@@ -379,19 +391,42 @@ void print_tp_traffic(std::ostream& out, const Deck& deck, const std::vector<Sta
   print_parallel_choices(out, deck, stages);
 }
 
+// One row per pipeline rank of what it sends in a step: `traffic(rank)` gives the messages' count
+// and bytes.
+template <class Traffic>
+void print_sends_per_stage(std::ostream& out, const std::string& count_header, int pp, Traffic&& traffic) {
+  TextTable table({"stage", count_header, "bytes sent"});
+  for (int rank = 0; rank < pp; ++rank) {
+    const auto [count, bytes] = traffic(rank);
+    table.add_row({str(rank), str(count), human_bytes(bytes)});
+  }
+  table.print(out);
+}
+
 // The CP ring's messages per step, per pipeline rank (plan/cp_traffic.hpp).
 void print_cp_traffic(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
   if (deck.parallel.cp == 1) return;
   out << "\nContext-parallel ring per step (each CP rank of a stage; cp " << deck.parallel.cp << ", "
       << deck.model.seq_len / deck.parallel.cp << " positions per rank and sequence)\n";
-  TextTable table({"stage", "hops sent", "bytes sent"});
-  for (int rank = 0; rank < deck.parallel.pp; ++rank) {
+  print_sends_per_stage(out, "hops sent", deck.parallel.pp, [&](int rank) {
     const CpTraffic traffic = cp_traffic_per_step(deck, stages, rank);
-    table.add_row({str(rank), str(traffic.hops), human_bytes(traffic.bytes)});
-  }
-  table.print(out);
+    return std::pair{traffic.hops, traffic.bytes};
+  });
   out << "  per layer and micro-batch: forward cp-1 hops of the k | v chunks in hand, backward cp-1 more and cp\n"
       << "  of their gradients; the timeline's RING_CP events record the same bytes\n";
+}
+
+// The mixture's all-to-alls per step, per pipeline rank (plan/ep_traffic.hpp).
+void print_ep_traffic(std::ostream& out, const Deck& deck, const std::vector<StageLayers>& stages) {
+  if (deck.parallel.ep == 1) return;
+  out << "\nExpert-parallel all-to-all per step (each rank of a stage; ep " << deck.parallel.ep << ", "
+      << deck.model.moe.experts / deck.parallel.ep << " experts per rank, balanced routing)\n";
+  print_sends_per_stage(out, "all-to-alls", deck.parallel.pp, [&](int rank) {
+    const EpTraffic traffic = ep_traffic_per_step(deck, stages, rank);
+    return std::pair{traffic.exchanges, traffic.bytes};
+  });
+  out << "  per mixture layer and micro-batch: forward the rows' counts per expert, the rows out and back;\n"
+      << "  backward their gradients both ways; the timeline's ALLTOALL_EP events record the bytes as routed\n";
 }
 
 // Activation memory and TP traffic of every sequence-parallel and recompute choice.
@@ -399,6 +434,7 @@ void print_parallel_choices(std::ostream& out, const Deck& deck, const std::vect
   out << "\nSequence parallelism x recomputation (the largest rank)\n";
   TextTable choices({"sequence_parallel", "recompute", "activations", "ring sends/step"});
   for (const bool sequence_parallel : {false, true}) {
+    if (sequence_parallel && deck.model.moe.experts > 0) continue;  // refused with [model.moe]
     for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
       Deck variant = deck;
       variant.parallel.sequence_parallel = sequence_parallel;
@@ -498,6 +534,7 @@ void print_plan(std::ostream& out, const Deck& requested, int ranks, const std::
   print_memory(plan, deck, stages);
   print_tp_traffic(plan, deck, stages);
   print_cp_traffic(plan, deck, stages);
+  print_ep_traffic(plan, deck, stages);
   print_rank_layout(plan, grid, stages, chunk_placement(deck.schedule));
   out << plan.str();
 }

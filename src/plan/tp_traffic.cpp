@@ -19,6 +19,15 @@ std::int64_t norm_output_bytes(const Deck& deck, std::int64_t rows) {
   return (deck.train.precision == MatmulPrecision::bf16 ? 2 : 4) * rows * deck.model.d_model;
 }
 
+// The row-parallel products of a chunk's layers, whose outputs are summed over TP: attention's
+// output projection and the MLP's down projection; a mixture of experts ([model.moe]) is whole on
+// every TP rank, so its layer has the first only.
+std::int64_t row_parallel_outputs(const ModelConfig& model, const StageLayers& chunk) {
+  std::int64_t count = 0;
+  for (int layer = chunk.first_layer; layer < chunk.end_layer(); ++layer) count += model.moe_layer(layer) ? 1 : 2;
+  return count;
+}
+
 // One micro-batch's forward through a chunk of `layers` layers.
 void add_forward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool first, bool last) {
   const ModelConfig& model = deck.model;
@@ -28,7 +37,7 @@ void add_forward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool 
     add(t.all_gather, 2 * layers + (last ? 1 : 0), norm_output_bytes(deck, rows));
     add(t.reduce_scatter, 2 * layers + (first ? 1 : 0), hidden);
   } else {
-    add(t.all_reduce, 2 * layers + (first ? 1 : 0), hidden);
+    add(t.all_reduce, row_parallel_outputs(model, chunk) + (first ? 1 : 0), hidden);
   }
   if (last) add(t.all_gather, 1, 4 * 3 * rows * deck.parallel.tp);  // the loss's row statistics
 }
@@ -39,7 +48,7 @@ void add_backward(TpTraffic& t, const Deck& deck, const StageLayers& chunk, bool
   const std::int64_t rows = std::int64_t{deck.schedule.micro_batch_size} * model.seq_len / deck.parallel.cp;
   const std::int64_t hidden = 4 * rows * model.d_model, layers = chunk.num_layers;
   if (!deck.parallel.sequence_parallel) {
-    add(t.all_reduce, 2 * layers + (last ? 1 : 0), hidden);
+    add(t.all_reduce, row_parallel_outputs(model, chunk) + (last ? 1 : 0), hidden);
     return;
   }
   add(t.all_gather, 2 * layers + (first ? 1 : 0), hidden);                         // output gradients

@@ -48,6 +48,7 @@ void print_prediction(std::ostream& out, const Deck& deck, const Machine& machin
       << share_text(p.optimizer_s, p.step_time_s) << "\n";
   out << "            TP collectives inside the busiest rank's actions: " << share_text(p.tp_comm_s, p.step_time_s);
   if (deck.parallel.cp > 1) out << "; CP ring hops not hidden by attention: " << share_text(p.cp_comm_s, p.step_time_s);
+  if (deck.parallel.ep > 1) out << "; EP all-to-alls: " << share_text(p.ep_comm_s, p.step_time_s);
   out << "\n";
   out << "  speed     " << human_count(p.tokens_per_s) << " tokens/s, " << human_flops(p.flops_per_device)
       << "/s per device (model FLOPs " << human_flops(p.flops_per_step) << " per step), MFU " << percent(p.mfu) << "\n";
@@ -74,6 +75,7 @@ toml::table prediction_table(const Deck& deck, const Machine& machine, const Ste
       {"devices", deck.parallel.world_size()},
       {"tp", deck.parallel.tp},
       {"cp", deck.parallel.cp},
+      {"ep", deck.parallel.ep},
       {"pp", deck.parallel.pp},
       {"dp", deck.parallel.dp},
       {"schedule", word_of(p.schedule.kind)},
@@ -89,6 +91,7 @@ toml::table prediction_table(const Deck& deck, const Machine& machine, const Ste
       {"pipeline_s", p.pipeline_s},
       {"tp_comm_s", p.tp_comm_s},
       {"cp_comm_s", p.cp_comm_s},
+      {"ep_comm_s", p.ep_comm_s},
       {"embedding_sync_s", p.embedding_sync_s},
       {"dp_exposed_s", p.dp_exposed_s},
       {"optimizer_s", p.optimizer_s},
@@ -153,6 +156,7 @@ std::string choice_changes(const GridCandidate& candidate, const GridCandidate& 
       {"cp", {std::to_string(candidate.deck.parallel.cp), std::to_string(deck.deck.parallel.cp)}},
       {"pp", {std::to_string(candidate.deck.parallel.pp), std::to_string(deck.deck.parallel.pp)}},
       {"dp", {std::to_string(candidate.deck.parallel.dp), std::to_string(deck.deck.parallel.dp)}},
+      {"ep", {std::to_string(candidate.deck.parallel.ep), std::to_string(deck.deck.parallel.ep)}},
       {"micro-batch",
        {std::to_string(candidate.deck.schedule.micro_batch_size), std::to_string(deck.deck.schedule.micro_batch_size)}},
       {"schedule", {schedule(candidate), schedule(deck)}},

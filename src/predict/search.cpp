@@ -1,6 +1,7 @@
 #include "predict/search.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -37,6 +38,7 @@ std::vector<ScheduleChoice> schedule_choices(int pp, int layers, int microbatche
 // The context-parallel sizes the deck's model can run on `devices` ranks with tp: whole chunks of
 // positions (seq_len a multiple of 2 · cp, and of tp under sequence parallelism), on the tiled kernel.
 std::vector<int> cp_choices(const Deck& deck, int devices, int tp) {
+  if (deck.model.moe.experts > 0) return {1};  // [model.moe] runs without context parallelism
   std::vector<int> choices;
   for (const int cp : divisors(devices)) {
     const int seq_len = deck.model.seq_len;
@@ -47,13 +49,21 @@ std::vector<int> cp_choices(const Deck& deck, int devices, int tp) {
   return choices;
 }
 
-Deck candidate_deck(const Deck& deck, GridCoords sizes, int micro_batch_size, int microbatches,
+// The expert-parallel sizes for dp replicas: 1 for a dense model, else those dividing dp and the
+// experts.
+std::vector<int> ep_choices(const Deck& deck, int dp) {
+  if (deck.model.moe.experts == 0) return {1};
+  return divisors(std::gcd(dp, deck.model.moe.experts));
+}
+
+Deck candidate_deck(const Deck& deck, GridCoords sizes, int ep, int micro_batch_size, int microbatches,
                     ScheduleChoice schedule, Recompute recompute) {
   Deck candidate = deck;
   candidate.parallel.tp = sizes.tp;
   candidate.parallel.cp = sizes.cp;
   candidate.parallel.pp = sizes.pp;
   candidate.parallel.dp = sizes.dp;
+  candidate.parallel.ep = ep;
   candidate.parallel.stage_layers.clear();  // the deck's split was for its own pipeline
   candidate.schedule.micro_batch_size = micro_batch_size;
   candidate.schedule.microbatches = microbatches;
@@ -79,6 +89,21 @@ void add_candidate(GridSearch& search, const Machine& machine, Deck deck) {
   search.fastest.push_back(std::move(candidate));
 }
 
+// Every micro-batch size, schedule, recomputation and expert-parallel size on the grid `sizes`.
+void add_grid_candidates(GridSearch& search, const Machine& machine, const Deck& deck, GridCoords sizes,
+                         const std::vector<Recompute>& recomputes) {
+  const int sequences = deck.global_batch_sequences();
+  for (const int micro_batch_size : {1, 2, 4, 8}) {
+    if ((sequences / sizes.dp) % micro_batch_size != 0) continue;
+    const int microbatches = sequences / sizes.dp / micro_batch_size;
+    for (const ScheduleChoice schedule : schedule_choices(sizes.pp, deck.model.layers, microbatches))
+      for (const Recompute recompute : recomputes)
+        for (const int ep : ep_choices(deck, sizes.dp))
+          add_candidate(search, machine,
+                        candidate_deck(deck, sizes, ep, micro_batch_size, microbatches, schedule, recompute));
+  }
+}
+
 }  // namespace
 
 GridSearch search_grids(const Deck& deck, const Machine& machine, int devices, int limit) {
@@ -94,16 +119,7 @@ GridSearch search_grids(const Deck& deck, const Machine& machine, int devices, i
       for (const int pp : divisors(devices / (tp * cp))) {
         const int dp = devices / (tp * cp * pp);
         if (pp > deck.model.layers || sequences % dp != 0) continue;
-        for (const int micro_batch_size : {1, 2, 4, 8}) {
-          if ((sequences / dp) % micro_batch_size != 0) continue;
-          const int microbatches = sequences / dp / micro_batch_size;
-          for (const ScheduleChoice schedule : schedule_choices(pp, deck.model.layers, microbatches)) {
-            for (const Recompute recompute : recomputes)
-              add_candidate(search, machine,
-                            candidate_deck(deck, {.tp = tp, .cp = cp, .pp = pp, .dp = dp}, micro_batch_size,
-                                           microbatches, schedule, recompute));
-          }
-        }
+        add_grid_candidates(search, machine, deck, {.tp = tp, .cp = cp, .pp = pp, .dp = dp}, recomputes);
       }
     }
   }

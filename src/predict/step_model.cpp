@@ -15,18 +15,22 @@ namespace trident {
 namespace {
 
 // Time of one pass (an F, I or W of one micro-batch) split by what bounds it: comm is the TP
-// collectives', ring the CP ring's hops that the attention in hand does not hide.
+// collectives', ring the CP ring's hops that the attention in hand does not hide, all_to_all a
+// mixture's expert-parallel exchanges.
 struct PassTime {
-  double gemm = 0.0, elementwise = 0.0, comm = 0.0, ring = 0.0;
-  double total() const { return gemm + elementwise + comm + ring; }
+  double gemm = 0.0, elementwise = 0.0, comm = 0.0, ring = 0.0, all_to_all = 0.0;
+  double total() const { return gemm + elementwise + comm + ring + all_to_all; }
   PassTime& operator+=(const PassTime& other) {
     gemm += other.gemm;
     elementwise += other.elementwise;
     comm += other.comm;
     ring += other.ring;
+    all_to_all += other.all_to_all;
     return *this;
   }
-  PassTime scaled(double count) const { return {gemm * count, elementwise * count, comm * count, ring * count}; }
+  PassTime scaled(double count) const {
+    return {gemm * count, elementwise * count, comm * count, ring * count, all_to_all * count};
+  }
 };
 
 struct PieceTime {  // a layer, the embedding or the head
@@ -59,6 +63,14 @@ struct CostContext {
   static double ring_all_reduce(double bytes, int ranks, const Link& link) {
     if (ranks <= 1) return 0.0;
     return 2.0 * (ranks - 1) / ranks * bytes / link.bandwidth + 2.0 * (ranks - 1) * link.latency;
+  }
+  // A mixture's all-to-all over the ep group of what a rank's `rows` assignments send (balanced
+  // routing: (ep − 1) / ep of them leave), on the replicas' link (the ep ranks are data-parallel ones).
+  double ep_all_to_all(double rows) const {
+    const int ep = deck.parallel.ep;
+    if (ep <= 1) return 0.0;
+    const double bytes = rows * deck.model.d_model * 4.0 * (ep - 1) / ep;  // fp32 rows
+    return bytes / dp_link.bandwidth + (ep - 1) * dp_link.latency;
   }
   // One hop of the CP ring: a rank's k | v chunks (this TP rank's kv heads) to its neighbour.
   double ring_hop() const {
@@ -97,25 +109,43 @@ std::pair<double, double> ring_exposed(const CostContext& c, const PassTime& cor
   return {forward, backward};
 }
 
-PieceTime layer_time(const CostContext& c) {
+// A layer's MLP, forward: its products and the traffic of its activations. Dense: the input product
+// (Llama's gate | up as one) and the output one, split over TP. A mixture ([model.moe]): the router
+// and, per expert, the pair over its share of the rows' k assignments (balanced), every TP rank
+// computing all of it; the permutation's gather and weighted sum move k rows per token.
+PassTime mlp_forward(const CostContext& c, bool mixture) {
+  const ModelConfig& model = c.deck.model;
+  const double rows = c.rows(), d = model.d_model;
+  if (!mixture) {
+    const double ffn = static_cast<double>(model.mlp_hidden()) / c.tp(), inputs = mlp_input_products(model);
+    return {c.gemm(rows, inputs * ffn, d) + c.gemm(rows, d, ffn), c.traffic(rows * ffn, inputs + 1.0, c.element_bytes)};
+  }
+  const double experts = model.moe.experts, ffn = model.expert_hidden(), assigned = rows * model.moe.top_k;
+  const double per_expert = assigned / experts;
+  return {c.gemm(rows, experts, d) + experts * (c.gemm(per_expert, 2.0 * ffn, d) + c.gemm(per_expert, d, ffn)),
+          c.traffic(assigned * ffn, 3.0, c.element_bytes) + c.traffic(assigned * d, 4.0, c.element_bytes)};
+}
+
+PieceTime layer_time(const CostContext& c, bool mixture) {
   const ModelConfig& model = c.deck.model;
   const double rows = c.rows(), d = model.d_model, hd = model.head_dim();
   const double qkv = (model.heads + 2.0 * model.key_value_heads()) * hd / c.tp();
-  const double inner = model.heads * hd / c.tp(), ffn = static_cast<double>(model.mlp_hidden()) / c.tp();
-  const double mlp_inputs = mlp_input_products(model);
-  // One product each: q | k | v, the attention's output projection, the MLP's input (Llama's gate |
-  // up as one) and its output.
-  const double weight_gemms = c.gemm(rows, qkv, d) + c.gemm(rows, d, inner) +
-                              c.gemm(rows, mlp_inputs * ffn, d) + c.gemm(rows, d, ffn);
+  const double inner = model.heads * hd / c.tp();
+  // One product each: q | k | v and the attention's output projection; then the MLP's.
+  const PassTime mlp = mlp_forward(c, mixture);
+  const double weight_gemms = c.gemm(rows, qkv, d) + c.gemm(rows, d, inner) + mlp.gemm;
   PieceTime layer;
   const PassTime core = attention_core_forward(c);
-  const double activations =
-      c.traffic(c.stream_rows() * d, 10.0, c.element_bytes) + c.traffic(rows * ffn, mlp_inputs + 1.0, c.element_bytes);
-  const double all_reduce = c.tp_all_reduce(rows * d * c.element_bytes);
+  const double activations = c.traffic(c.stream_rows() * d, 10.0, c.element_bytes) + mlp.elementwise;
+  // The row-parallel outputs' sums: attention's and a dense MLP's (a mixture is whole on every TP rank).
+  const double all_reduce = c.tp_all_reduce(rows * d * c.element_bytes), reductions = mixture ? 1.0 : 2.0;
   const auto [ring_forward, ring_backward] = ring_exposed(c, core);
-  layer.forward = {weight_gemms + core.gemm, activations + core.elementwise, 2.0 * all_reduce, ring_forward};
-  layer.input_grad = {weight_gemms + 2.0 * core.gemm, 2.0 * (activations + core.elementwise), 2.0 * all_reduce,
-                      ring_backward};
+  // A mixture's rows out and back, in forward and (their gradients) in backward.
+  const double all_to_all = mixture ? 2.0 * c.ep_all_to_all(rows * model.moe.top_k) : 0.0;
+  layer.forward = {weight_gemms + core.gemm, activations + core.elementwise, reductions * all_reduce, ring_forward,
+                   all_to_all};
+  layer.input_grad = {weight_gemms + 2.0 * core.gemm, 2.0 * (activations + core.elementwise),
+                      reductions * all_reduce, ring_backward, all_to_all};
   layer.weight_grad = {weight_gemms, 0.0, c.deck.parallel.sequence_parallel ? all_reduce : 0.0};
   if (c.deck.schedule.recompute == Recompute::selective) layer.input_grad += core;
   return layer;
@@ -143,34 +173,36 @@ PieceTime head_time(const CostContext& c) {
   return head;
 }
 
-// One micro-batch's F, B, I and W on a virtual stage, and the TP collectives' and the CP ring's
-// share of them.
+// One micro-batch's F, B, I and W on a virtual stage, and the TP collectives', the CP ring's and
+// the EP all-to-alls' share of them.
 struct StageTimes {
   ActionCosts::Stage costs;
-  double tp_comm = 0.0, cp_comm = 0.0;
+  double tp_comm = 0.0, cp_comm = 0.0, ep_comm = 0.0;
 };
 
 StageTimes stage_times(const CostContext& c, const StageLayers& layers, bool first, bool last) {
   PieceTime stage;
-  const PieceTime layer = layer_time(c);
+  const PieceTime dense = layer_time(c, false), mixture = layer_time(c, true);
   const auto add = [&stage](const PieceTime& piece, double count) {
     for (auto [to, from] : {std::pair{&stage.forward, &piece.forward}, std::pair{&stage.input_grad, &piece.input_grad},
                             std::pair{&stage.weight_grad, &piece.weight_grad}})
       *to += from->scaled(count);
   };
-  add(layer, layers.num_layers);
+  for (int layer = layers.first_layer; layer < layers.end_layer(); ++layer)
+    add(c.deck.model.moe_layer(layer) ? mixture : dense, 1.0);
   if (first) add(embedding_time(c), 1.0);
   if (last) add(head_time(c), 1.0);
   if (c.deck.schedule.recompute == Recompute::full) stage.input_grad += stage.forward;  // the chunk's, head included
   const double input_grad = stage.input_grad.total(), weight_grad = stage.weight_grad.total();
   return {{stage.forward.total(), input_grad + weight_grad, input_grad, weight_grad},
           stage.forward.comm + stage.input_grad.comm + stage.weight_grad.comm,
-          stage.forward.ring + stage.input_grad.ring + stage.weight_grad.ring};
+          stage.forward.ring + stage.input_grad.ring + stage.weight_grad.ring,
+          stage.forward.all_to_all + stage.input_grad.all_to_all};
 }
 
 // An [emulate] deck's actions sleep what it says, whatever the machine.
 StageTimes emulated_times(const EmulateConfig& e) {
-  return {{e.forward_ms / 1e3, e.backward_ms / 1e3, e.input_grad_ms / 1e3, e.weight_grad_ms / 1e3}, 0.0, 0.0};
+  return {{e.forward_ms / 1e3, e.backward_ms / 1e3, e.input_grad_ms / 1e3, e.weight_grad_ms / 1e3}, 0.0, 0.0, 0.0};
 }
 
 // The link a group of world ranks uses: the inter-node one when any group along `axis` spans nodes.
@@ -247,7 +279,8 @@ StepPrediction predict_step(const Deck& deck, const Machine& machine) {
   planned.schedule.virtual_stages = p.schedule.chunks;
   const std::vector<StageLayers> stages = partition_layers(planned.model, planned.parallel, p.schedule.chunks);
   const CostContext c = cost_context(planned, machine);
-  std::vector<double> rank_tp_comm(deck.parallel.pp, 0.0), rank_cp_comm(deck.parallel.pp, 0.0);
+  std::vector<double> rank_tp_comm(deck.parallel.pp, 0.0), rank_cp_comm(deck.parallel.pp, 0.0),
+      rank_ep_comm(deck.parallel.pp, 0.0);
   for (std::size_t vs = 0; vs < stages.size(); ++vs) {
     const StageTimes times = deck.emulate.enabled ? emulated_times(deck.emulate)
                                                   : stage_times(c, stages[vs], vs == 0, vs + 1 == stages.size());
@@ -255,9 +288,11 @@ StepPrediction predict_step(const Deck& deck, const Machine& machine) {
     const int rank = chunk_position(p.schedule.placement, deck.parallel.pp, static_cast<int>(vs)).rank;
     rank_tp_comm[rank] += times.tp_comm * deck.schedule.microbatches;
     rank_cp_comm[rank] += times.cp_comm * deck.schedule.microbatches;
+    rank_ep_comm[rank] += times.ep_comm * deck.schedule.microbatches;
   }
   p.tp_comm_s = *std::max_element(rank_tp_comm.begin(), rank_tp_comm.end());
   p.cp_comm_s = *std::max_element(rank_cp_comm.begin(), rank_cp_comm.end());
+  p.ep_comm_s = *std::max_element(rank_ep_comm.begin(), rank_ep_comm.end());
   const double message_bytes = c.stream_rows() * deck.model.d_model * c.element_bytes;
   p.costs.p2p_latency = deck.parallel.pp > 1 ? c.pp_link.latency + message_bytes / c.pp_link.bandwidth : 0.0;
   const SimulatedStep simulated = simulate(p.schedule, p.costs);

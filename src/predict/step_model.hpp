@@ -23,6 +23,11 @@
 //                     it; backward's hops of the keys' gradient sums, one step behind the keys,
 //                     overlap the next step but the last (model/ring_attention.hpp); on the link the
 //                     cp groups use.
+//   mixture           ([model.moe]) the router's product and per expert the pair over its share of
+//                     the rows' top_k assignments (balanced routing), whole on every TP rank (one TP
+//                     all-reduce per layer, attention's); with parallel.ep the rows' all-to-all out
+//                     and back in F and their gradients' in I ((ep − 1) / ep of the fp32 rows, on
+//                     the replicas' link).
 //   recomputation     "full": I runs the chunk's whole forward again, its collectives included;
 //                     "selective": I recomputes the attention core.
 // The schedule the deck runs (auto's choice included) is simulated with these costs and, between
@@ -51,6 +56,7 @@ struct StepPrediction {
   double bubble = 0.0;      // of the simulated schedule
   double tp_comm_s = 0.0;   // TP collectives inside the busiest rank's actions over the step
   double cp_comm_s = 0.0;   // the CP ring's hops that attention does not hide, on the busiest rank
+  double ep_comm_s = 0.0;   // a mixture's expert-parallel all-to-alls (balanced routing), on the busiest rank
   double embedding_sync_s = 0.0;
   double dp_exposed_s = 0.0;  // the data-parallel reduction (and ZeRO-1's all-gather) not hidden
   double optimizer_s = 0.0;

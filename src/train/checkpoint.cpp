@@ -34,10 +34,13 @@ ParamStore whole_model_layout(const ModelConfig& cfg) {
   return layout;
 }
 
-// Exactly one copy of every element is written and checksummed: the first replica's (dp = cp = 0), of a tensor
-// every TP rank holds whole tp rank 0's, and of the tied wte the first stage's.
+// Exactly one copy of every element is written and checksummed: the first replica's (dp = cp = 0; of
+// an expert under expert parallelism the first replica holding it, dp < ep), of a tensor every TP
+// rank holds whole tp rank 0's, and of the tied wte the first stage's.
 bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
-  return grid.first_replica() && (tensor.tp_sharded() || grid.tp_rank() == 0) &&
+  const bool replica = tensor.expert >= 0 ? grid.dp_rank() < grid.ep_size() && grid.cp_rank() == 0
+                                          : grid.first_replica();
+  return replica && (tensor.tp_sharded() || grid.tp_rank() == 0) &&
          (!is_token_embedding(tensor.name) || grid.first_stage());
 }
 

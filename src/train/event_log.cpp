@@ -51,7 +51,7 @@ void add_tallied_events(TimedComm& group, std::initializer_list<TalliedKind> kin
 
 }  // namespace
 
-std::vector<TimelineEvent> take_collective_events(TimedComm& tp, TimedComm& cp, double to_run_clock) {
+std::vector<TimelineEvent> take_collective_events(TimedComm& tp, TimedComm& cp, TimedComm& ep, double to_run_clock) {
   std::vector<TimelineEvent> events;
   add_tallied_events(tp,
                      {{Collective::all_reduce, EventKind::allreduce_tp},
@@ -59,6 +59,7 @@ std::vector<TimelineEvent> take_collective_events(TimedComm& tp, TimedComm& cp, 
                       {Collective::reduce_scatter, EventKind::reduce_scatter_tp}},
                      to_run_clock, events);
   add_tallied_events(cp, {{Collective::point_to_point, EventKind::ring_cp}}, to_run_clock, events);
+  add_tallied_events(ep, {{Collective::point_to_point, EventKind::alltoall_ep}}, to_run_clock, events);
   std::ranges::sort(events, {}, &TimelineEvent::t_start);
   for (std::size_t i = 1; i < events.size(); ++i) {
     const double shift = std::max(0.0, events[i - 1].t_end - events[i].t_start);

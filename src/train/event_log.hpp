@@ -27,13 +27,14 @@ class EventLog {
   std::vector<TimelineEvent> events_;
 };
 
-// The TP group's collectives and the CP group's ring hops since the last call, one event per kind
-// (ALLREDUCE_TP, ALLGATHER_TP, REDUCE_SCATTER_TP, RING_CP) on the run's clock (none for a group of
+// The TP group's collectives, the CP group's ring hops and the EP group's all-to-alls since the last
+// call, one event per kind (ALLREDUCE_TP, ALLGATHER_TP, REDUCE_SCATTER_TP, RING_CP, ALLTOALL_EP) on
+// the run's clock (none for a group of
 // one, where they are no-ops): as long as the rank was blocked in that kind, laid end to end from
 // each kind's first call so that they never overlap (the blocked intervals themselves are
 // disjoint, so the last still ends within the action). `to_run_clock`: the run's clock minus
 // steady_seconds().
-std::vector<TimelineEvent> take_collective_events(TimedComm& tp, TimedComm& cp, double to_run_clock);
+std::vector<TimelineEvent> take_collective_events(TimedComm& tp, TimedComm& cp, TimedComm& ep, double to_run_clock);
 
 // Collective over `world`: every rank's events, tagged with its world rank, its grid coordinates
 // (`at`, its own) and `step`, gathered to world rank 0 (one MPI_Gatherv). On rank 0 the rows are

@@ -106,6 +106,7 @@ Attributes timeline_attributes(const RunSummary& run) {
       {"pp", std::int64_t{grid.pp}},
       {"dp", std::int64_t{grid.dp}},
       {"cp", std::int64_t{grid.cp}},
+      {"ep", std::int64_t{grid.ep}},
       {"zero", std::int64_t{grid.zero}},
       {"sequence_parallel", std::int64_t{grid.sequence_parallel ? 1 : 0}},
       {"p2p", word_of(grid.p2p)},

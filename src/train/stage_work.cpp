@@ -33,9 +33,9 @@ StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGr
                      const PipelineExecutor::Options& options)
     : model(deck.model, deck.schedule.micro_batch_size, deck.train.seed, *grid.tp_group,
             stage_chunks(schedule, partition, grid.pp_rank()), deck.schedule.recompute, deck.train.precision,
-            deck.parallel.sequence_parallel, grid.cp_group.get()),
+            deck.parallel.sequence_parallel, grid.cp_group.get(), grid.ep_group.get()),
       sync(model.params(), *grid.dp_cp_group, bucket_elements(deck.parallel.bucket_mb) * sizeof(float),
-           deck.parallel.zero == 1),
+           deck.parallel.zero == 1, grid.expert_dp_group.get()),
       grad_norm(sync, grid),
       optimizer(make_optimizer(deck, model, sync)),
       compute(make_stage_compute(deck, model, tokens, sync.hook())),

@@ -90,6 +90,8 @@ Schedule checked(Schedule schedule) {
 // the seconds that took, which are not the step's).
 struct StepTotals {
   double loss = 0.0;
+  double aux_loss = 0.0;     // [model.moe]'s load-balancing loss (part of the objective)
+  double expert_load = 0.0;  // [model.moe]: the busiest expert's tokens over the mean (0: dense)
   double grad_norm = 0.0;
   double lr = 0.0;
   std::chrono::steady_clock::time_point start;
@@ -172,7 +174,7 @@ struct Trainer::State {
 
   // The TP collectives and CP ring hops of the action just run (train/event_log.hpp).
   std::vector<TimelineEvent> collective_events() {
-    return take_collective_events(*grid.tp_group, *grid.cp_group, clock.now() - steady_seconds());
+    return take_collective_events(*grid.tp_group, *grid.cp_group, *grid.ep_group, clock.now() - steady_seconds());
   }
 
   void measure_gemm_peak(RunSummary& run);
@@ -191,7 +193,7 @@ struct Trainer::State {
   struct StepMaxima {
     std::vector<std::int64_t> stage_peaks;  // activation bytes per stage
     std::int64_t peak_rss = 0;
-    double dp_exposed_s = 0.0, tp_comm_s = 0.0, cp_comm_s = 0.0;
+    double dp_exposed_s = 0.0, tp_comm_s = 0.0, cp_comm_s = 0.0, ep_comm_s = 0.0;
   };
   StepMaxima reduce_step_maxima();
   bool checkpoint_or_stop(int step);
@@ -218,7 +220,7 @@ struct Trainer::State {
   int start_step = 0;                        // the checkpoint's step when resuming
   int saved_step = -1;                       // of the last checkpoint this run wrote
   EventLog events;                           // this rank's events of the step in progress
-  StepFigures figures;                       // the step's loss and gradient norm, on the device
+  StepFigures figures{static_cast<std::size_t>(deck.model.layers) * deck.model.moe.experts};  // on the device
   Attributes timeline_root_attributes;       // world rank 0, until run() opens the timeline
   std::unique_ptr<TimelineWriter> timeline;  // world rank 0 only
 };
@@ -338,6 +340,7 @@ StepTotals Trainer::State::train_step(int step) {
   totals.start = std::chrono::steady_clock::now();
   grid.tp_group->take_blocked_seconds();  // not the checkpoint's gathers between steps
   grid.cp_group->take_blocked_seconds();
+  grid.ep_group->take_blocked_seconds();
   work->model.zero_grads();
   load_microbatches(step);
   PipelineStepResult pipeline = executor->run_step(*work->compute);
@@ -356,6 +359,11 @@ void Trainer::State::sum_loss_over_grid() {
   work->compute->take_loss_sum(figures.loss_sum());
   grid.dp_cp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
   grid.pp_group->queue_all_reduce_sum(figures.loss_sum(), 1);
+  if (deck.model.moe.experts == 0) return;
+  // Each TP rank computes the whole mixture: the sum runs over the replicas and the stages.
+  work->model.take_mixture_figures(figures.mixture(), figures.mixture() + 1);
+  grid.dp_cp_group->queue_all_reduce_sum(figures.mixture(), figures.mixture_size());
+  grid.pp_group->queue_all_reduce_sum(figures.mixture(), figures.mixture_size());
 }
 
 // The gradient norm and AdamW, the norm's clip applied on the device.
@@ -373,6 +381,8 @@ void Trainer::State::read_figures(StepTotals& totals) {
   const BlockedIn watched("the step's device work (its kernels and collectives)", world_group(world));
   const StepFigures::Read read = figures.read();
   totals.loss = read.loss_sum / static_cast<double>(deck.tokens_per_step());
+  totals.aux_loss = read.aux_loss_sum / static_cast<double>(deck.tokens_per_step());
+  totals.expert_load = read.expert_load(deck.model.moe.experts);
   totals.grad_norm = std::sqrt(read.grad_norm_squared);
 }
 
@@ -447,6 +457,8 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.val_loss = totals.val_loss;
   record.lr = totals.lr;
   record.grad_norm = totals.grad_norm;
+  record.aux_loss = totals.aux_loss;
+  record.expert_load = totals.expert_load;
   record.step_time_s = seconds;
   record.tokens_per_s = static_cast<double>(deck.tokens_per_step()) / seconds;
   record.bubble = measured_bubble(rows, grid.world_size);
@@ -455,6 +467,7 @@ void Trainer::State::record_step(int step, const StepTotals& totals, ProgressPri
   record.dp_exposed_s = maxima.dp_exposed_s;
   record.tp_comm_s = maxima.tp_comm_s;
   record.cp_comm_s = maxima.cp_comm_s;
+  record.ep_comm_s = maxima.ep_comm_s;
   record.peak_activation_bytes = *std::max_element(maxima.stage_peaks.begin(), maxima.stage_peaks.end());
   record.peak_activation_bytes_per_stage = maxima.stage_peaks;
   record.peak_rss_bytes = maxima.peak_rss;
@@ -472,17 +485,17 @@ Trainer::State::StepMaxima Trainer::State::reduce_step_maxima() {
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(deck.parallel.pp) + 1, 0);
   peaks[static_cast<std::size_t>(grid.pp_rank())] = static_cast<std::int64_t>(work->model.peak_activation_bytes());
   peaks.back() = peak_resident_bytes();
-  double blocked_seconds[3] = {work->sync.last_exposed_seconds(), grid.tp_group->take_blocked_seconds(),
-                               grid.cp_group->take_blocked_seconds()};
+  double blocked_seconds[4] = {work->sync.last_exposed_seconds(), grid.tp_group->take_blocked_seconds(),
+                               grid.cp_group->take_blocked_seconds(), grid.ep_group->take_blocked_seconds()};
   {
     const BlockedIn watched("reduce of the step's figures", world_group(world));
     MPI_Reduce(is_root() ? MPI_IN_PLACE : peaks.data(), peaks.data(), deck.parallel.pp + 1, MPI_INT64_T, MPI_MAX, 0,
                world);
-    MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 3, MPI_DOUBLE, MPI_MAX, 0, world);
+    MPI_Reduce(is_root() ? MPI_IN_PLACE : blocked_seconds, blocked_seconds, 4, MPI_DOUBLE, MPI_MAX, 0, world);
   }
   const std::int64_t peak_rss = peaks.back();
   peaks.pop_back();
-  return {std::move(peaks), peak_rss, blocked_seconds[0], blocked_seconds[1], blocked_seconds[2]};
+  return {std::move(peaks), peak_rss, blocked_seconds[0], blocked_seconds[1], blocked_seconds[2], blocked_seconds[3]};
 }
 
 // Saves a checkpoint when one is due or a stop signal arrived; returns whether to stop. Signals are

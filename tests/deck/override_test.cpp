@@ -86,7 +86,35 @@ TEST(DeckOverride, MalformedArgumentsAreRejected) {
   EXPECT_NE(error_of(kMinimalDeck, {"lr=3"}).find("section.key"), std::string::npos);
   EXPECT_NE(error_of(kMinimalDeck, {".lr=3"}).find("section.key"), std::string::npos);
   EXPECT_NE(error_of(kMinimalDeck, {"train.=3"}).find("section.key"), std::string::npos);
-  EXPECT_NE(error_of(kMinimalDeck, {"train.lr.x=3"}).find("section.key"), std::string::npos);
+  EXPECT_NE(error_of(kMinimalDeck, {"train..lr=3"}).find("section.key"), std::string::npos);
+  EXPECT_NE(error_of(kMinimalDeck, {".model.moe.experts=3"}).find("section.key"), std::string::npos);
+  EXPECT_NE(error_of(kMinimalDeck, {"model.moe.=3"}).find("section.key"), std::string::npos);
+}
+
+// The section is everything before the last dot: train.lr.x is key x of a section [train.lr],
+// which does not exist.
+TEST(DeckOverride, KeyOfAnUnknownNestedSectionIsUnknown) {
+  const std::string message = error_of(kMinimalDeck, {"train.lr.x=3"});
+  EXPECT_EQ(message.rfind("--set train.lr.x=3: unknown key `train.lr.x`", 0), 0u) << message;
+  const std::string far = error_of(kMinimalDeck, {"train.zzzzzz.qqqqqqqq=3"});
+  EXPECT_NE(far.find("there is no section [train.zzzzzz]: the sections are \"model\""), std::string::npos) << far;
+}
+
+TEST(DeckOverride, SetsKeysOfNestedSections) {
+  const std::string llama = std::string(kMinimalDeck) + "family = \"llama\"\n";
+  const Deck deck = parse(llama + "[model.moe]\nexperts = 4\n", {"model.moe.top_k=1", "train.lr=1"});
+  EXPECT_EQ(deck.model.moe.experts, 4);
+  EXPECT_EQ(deck.model.moe.top_k, 1);
+  EXPECT_DOUBLE_EQ(deck.train.lr, 1.0);
+  // A deck without [model.moe]: --set makes the table.
+  const Deck made = parse(llama, {"model.moe.experts=6", "model.moe.capacity_factor=1.5"});
+  EXPECT_EQ(made.model.moe.experts, 6);
+  EXPECT_DOUBLE_EQ(made.model.moe.capacity_factor, 1.5);
+  // Its values are checked like the file's, and named by the argument.
+  const std::string message = error_of(llama + "[model.moe]\nexperts = 4\n", {"model.moe.top_k=0"});
+  EXPECT_EQ(message.rfind("--set model.moe.top_k=0: model.moe.top_k must be at least 1, got 0", 0), 0u) << message;
+  const std::string typo = error_of(llama, {"model.moe.expert=4"});
+  EXPECT_NE(typo.find("did you mean `model.moe.experts`?"), std::string::npos) << typo;
 }
 
 TEST(DeckOverride, RelativePathIsRelativeToTheWorkingDirectory) {

@@ -80,6 +80,44 @@ TEST(DeckParse, LlamaDefaultsFollowMetasRules) {
   EXPECT_TRUE(given.model.tie_embeddings);
 }
 
+// [model.moe], a table inside [model], fills ModelConfig::moe; a deck without it keeps every MLP dense.
+TEST(DeckParse, MixtureOfExpertsFillsMoeConfig) {
+  const std::string llama = std::string(kMinimalDeck) + "family = \"llama\"\n";
+  EXPECT_EQ(parse(llama).model.moe.experts, 0);
+  const Deck deck = parse(llama +
+                          "\n[model.moe]\nexperts = 8\ntop_k = 3\nexpert_ffn_hidden = 96\nlayer_freq = 2\n"
+                          "aux_loss_coef = 0.02\ncapacity_factor = 1.25\n");
+  const MoeConfig& moe = deck.model.moe;
+  EXPECT_EQ(moe.experts, 8);
+  EXPECT_EQ(moe.top_k, 3);
+  EXPECT_EQ(moe.expert_ffn_hidden, 96);
+  EXPECT_EQ(moe.layer_freq, 2);
+  EXPECT_DOUBLE_EQ(moe.aux_loss_coef, 0.02);
+  EXPECT_DOUBLE_EQ(moe.capacity_factor, 1.25);
+  EXPECT_EQ(deck.model.layers, 4);  // [model]'s own keys are still read
+  // Only experts given: the defaults of model_config.hpp.
+  const MoeConfig defaults;
+  const MoeConfig given = parse(llama + "[model.moe]\nexperts = 4\n").model.moe;
+  EXPECT_EQ(given.experts, 4);
+  EXPECT_EQ(given.top_k, defaults.top_k);
+  EXPECT_EQ(given.expert_ffn_hidden, defaults.expert_ffn_hidden);
+  EXPECT_EQ(given.layer_freq, defaults.layer_freq);
+  EXPECT_DOUBLE_EQ(given.aux_loss_coef, defaults.aux_loss_coef);
+  EXPECT_DOUBLE_EQ(given.capacity_factor, defaults.capacity_factor);
+  // TOML's other spellings of the same table: dotted keys in [model], an inline table.
+  EXPECT_EQ(parse(llama + "moe.experts = 5\n").model.moe.experts, 5);
+  EXPECT_EQ(parse(llama + "moe = { experts = 6, top_k = 1 }\n").model.moe.top_k, 1);
+}
+
+// The experts are replicated over the TP group: neither their count nor their width need divide tp.
+TEST(DeckParse, ExpertsNeedNotDivideByTp) {
+  const Deck deck = parse(std::string(kMinimalDeck) +
+                          "family = \"llama\"\n[model.moe]\nexperts = 3\nexpert_ffn_hidden = 7\n[parallel]\ntp = 2\n");
+  EXPECT_EQ(deck.parallel.tp, 2);
+  EXPECT_EQ(deck.model.moe.experts, 3);
+  EXPECT_EQ(deck.model.moe.expert_ffn_hidden, 7);
+}
+
 TEST(DeckParse, ReadsEveryKeyIntoItsField) {
   ScratchDir dir("every_key");
   dir.write("tokens.bin", "not checked here: the data module reads it");

@@ -42,17 +42,28 @@ TEST(ClosestKey, FixesTyposInTheNameOrTheSection) {
   EXPECT_EQ(closest_key("model", "learning_rate_schedule", keys), std::nullopt);
 }
 
+// A dotted section ([model.moe]) is everything before the key's last dot.
+TEST(ClosestKey, FindsKeysOfNestedSections) {
+  const std::vector<std::string> keys = key_names();
+  EXPECT_EQ(closest_key("model.moe", "expert", keys), "model.moe.experts");
+  EXPECT_EQ(closest_key("model", "experts", keys), "model.moe.experts");
+  EXPECT_EQ(closest_key("model.moe", "topk", keys), "model.moe.top_k");
+  EXPECT_EQ(closest_key("model.moe", "layers", keys), "model.layers");
+}
+
 TEST(Schema, EveryKeyIsUniqueAndFindable) {
   const std::vector<std::string> keys = key_names();
   // Every field of config.hpp's sections (stage_layers_balanced is stage_layers = "balanced",
   // resume_file is checkpoint.resume given a path, eval.enabled is the [eval] section's presence,
-  // schedule.from_file is what schedule.file holds).
-  EXPECT_EQ(keys.size(), 67u);
+  // schedule.from_file is what schedule.file holds), and the six of [model.moe].
+  EXPECT_EQ(keys.size(), 74u);
   for (const KeySpec& key : deck_keys()) {
     EXPECT_EQ(find_key(key.section, key.name), &key) << key.full_name();
   }
-  EXPECT_EQ(section_names(), (std::vector<std::string>{"model", "parallel", "schedule", "train", "data", "eval",
-                                                       "checkpoint", "output", "emulate"}));
+  EXPECT_EQ(section_names(), (std::vector<std::string>{"model", "model.moe", "parallel", "schedule", "train", "data",
+                                                       "eval", "checkpoint", "output", "emulate"}));
+  EXPECT_EQ(key_names_in("model.moe"), (std::vector<std::string>{"experts", "top_k", "expert_ffn_hidden", "layer_freq",
+                                                                 "aux_loss_coef", "capacity_factor"}));
 }
 
 }  // namespace

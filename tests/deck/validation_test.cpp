@@ -31,13 +31,17 @@ std::pair<std::string, int> deck_with(const std::vector<Assignment>& assignments
   std::map<std::string, std::string> model{{"layers", "4"}, {"d_model", "64"}, {"heads", "4"},
                                            {"seq_len", "16"}, {"vocab", "256"}};
   std::vector<std::string> lines;
-  for (const char* section : {"model", "parallel", "schedule", "train", "data", "checkpoint", "output", "emulate"}) {
-    lines.push_back(std::string("[") + section + "]");
+  for (const std::string section :
+       {"model", "model.moe", "parallel", "schedule", "train", "data", "checkpoint", "output", "emulate"}) {
+    // An empty [model.moe] is an error of its own (no experts): only the cases that set its keys get one.
+    const auto in_section = [&](const Assignment& assignment) { return assignment.section == section; };
+    if (section == "model.moe" && std::ranges::none_of(assignments, in_section)) continue;
+    lines.push_back("[" + section + "]");
     for (const Assignment& assignment : assignments) {
       if (assignment.section != section) continue;
       model.erase(assignment.line.substr(0, assignment.line.find(' ')));
     }
-    if (std::string(section) == "model") {
+    if (section == "model") {
       for (const auto& [key, value] : model) lines.push_back(key + " = " + value);
     }
   }
@@ -106,6 +110,56 @@ const BadDeckCase kBadDecks[] = {
      {{"model", "family = \"llama\""}, {"model", "ffn_hidden = 6"}},
      {"parallel", "tp = 4"},
      "model.ffn_hidden = 6 (tensor parallelism splits it evenly across the tp ranks); valid tp: 1, 2"},
+    // [model.moe]
+    {"ExpertsZero", {{"model", "family = \"llama\""}}, {"model.moe", "experts = 0"}, "at least 1"},
+    {"TopKZero", {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}}, {"model.moe", "top_k = 0"},
+     "at least 1"},
+    {"ExpertFfnHiddenZero",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}},
+     {"model.moe", "expert_ffn_hidden = 0"},
+     "at least 1"},
+    {"LayerFreqZero", {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}}, {"model.moe", "layer_freq = 0"},
+     "at least 1"},
+    {"AuxLossCoefNegative",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}},
+     {"model.moe", "aux_loss_coef = -0.01"},
+     "at least 0"},
+    {"CapacityFactorGivenAString",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}},
+     {"model.moe", "capacity_factor = \"none\""},
+     "must be a number"},
+    {"MisspeltMoeKey", {{"model", "family = \"llama\""}}, {"model.moe", "expert = 4"},
+     "did you mean `model.moe.experts`?"},
+    {"MoeKeyInModel", {{"model", "family = \"llama\""}}, {"model", "experts = 4"},
+     "did you mean `model.moe.experts`?"},
+    {"TopKAboveExperts",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 2"}},
+     {"model.moe", "top_k = 3"},
+     "is more than model.moe.experts = 2 (each token goes to top_k different experts); valid top_k: 1 to 2"},
+    {"LayerFreqAboveLayers",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}},
+     {"model.moe", "layer_freq = 5"},
+     "more than model.layers = 4 (layer i is a mixture when i % layer_freq == 0); valid layer_freq: 1 to 4"},
+    {"MoeWithSequenceParallel",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}, {"parallel", "tp = 2"}},
+     {"parallel", "sequence_parallel = true"},
+     "not supported with [model.moe] yet (the experts' gradients would be partial per TP rank); set it to false"},
+    {"MoeWithContextParallel",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 4"}},
+     {"parallel", "cp = 2"},
+     "[model.moe] with context parallelism is not supported yet; set parallel.cp = 1"},
+    {"ExpertParallelWithoutMixture", {{"parallel", "dp = 2"}}, {"parallel", "ep = 2"},
+     "splits a mixture of experts, but the model has none: add [model.moe] or set parallel.ep = 1"},
+    {"ExpertParallelNotDividingDp",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 8"}, {"parallel", "dp = 6"}},
+     {"parallel", "ep = 4"},
+     "parallel.ep = 4 must divide parallel.dp = 6 (the expert-parallel ranks are data-parallel ranks) and "
+     "model.moe.experts = 8 (each holds experts / ep); valid ep: 1, 2"},
+    {"ExpertParallelNotDividingExperts",
+     {{"model", "family = \"llama\""}, {"model.moe", "experts = 6"}, {"parallel", "dp = 4"}},
+     {"parallel", "ep = 4"},
+     "valid ep: 1, 2"},
+    {"EpZero", {}, {"parallel", "ep = 0"}, "at least 1"},
     // parallel
     {"TpZero", {}, {"parallel", "tp = 0"}, "at least 1"},
     {"ZeroStageTwo", {}, {"parallel", "zero = 2"}, "at most 1"},
@@ -265,9 +319,60 @@ TEST(DeckValidation, SectionMustBeATable) {
   EXPECT_EQ(message.rfind("deck.toml:1: `model` must be a section", 0), 0u) << message;
 }
 
-TEST(DeckValidation, NestedTableIsAnUnknownKey) {
+// [model.moe] is the one table inside [model]; any other is named with the sections there are.
+TEST(DeckValidation, NestedTableMustBeASection) {
   const std::string message = error_of(std::string(kMinimalDeck) + "[model.extra]\nx = 1\n");
-  EXPECT_NE(message.find("unknown key `model.extra`"), std::string::npos) << message;
+  EXPECT_EQ(message.rfind("deck.toml:7: unknown section [model.extra]; the sections are \"model\", \"model.moe\"", 0),
+            0u)
+      << message;
+  const std::string typo = error_of(std::string(kMinimalDeck) + "family = \"llama\"\n[model.mo]\nexperts = 4\n");
+  EXPECT_EQ(typo.rfind("deck.toml:8: unknown section [model.mo]; did you mean [model.moe]?", 0), 0u) << typo;
+  const std::string deeper = error_of(std::string(kMinimalDeck) + "[model.moe.extra]\nx = 1\n");
+  EXPECT_NE(deeper.find("unknown section [model.moe.extra]"), std::string::npos) << deeper;
+}
+
+TEST(DeckValidation, MoeMustBeATable) {
+  const std::string message = error_of(std::string(kMinimalDeck) + "family = \"llama\"\nmoe = 4\n");
+  EXPECT_EQ(message.rfind("deck.toml:8: `model.moe` must be a section ([model.moe] followed by its keys), got the "
+                          "integer 4",
+                          0),
+            0u)
+      << message;
+}
+
+// The family rule names the table at its header, and says the family that reads it.
+TEST(DeckValidation, Gpt2DeckWithAMixtureOfExperts) {
+  const std::string message = error_of(std::string(kMinimalDeck) + "[model.moe]\nexperts = 4\n");
+  EXPECT_EQ(message.rfind("deck.toml:7: [model.moe] is a Llama section, but model.family = \"gpt2\" (the default); "
+                          "remove it, or set model.family = \"llama\"",
+                          0),
+            0u)
+      << message;
+  // Made by --set, the table is located by the argument that made it.
+  const std::string set = error_of(kMinimalDeck, {"model.moe.experts=4"});
+  EXPECT_EQ(set.rfind("--set model.moe.experts=4: [model.moe] is a Llama section", 0), 0u) << set;
+}
+
+TEST(DeckValidation, MoeTableNeedsExperts) {
+  const std::string llama = std::string(kMinimalDeck) + "family = \"llama\"\n";
+  const std::string message = error_of(llama + "[model.moe]\ntop_k = 1\n");
+  EXPECT_EQ(message.rfind("deck.toml:8: [model.moe] needs model.moe.experts", 0), 0u) << message;
+  EXPECT_NE(message.find("add experts = N to [model.moe]"), std::string::npos) << message;
+  const std::string set = error_of(llama, {"model.moe.top_k=1"});
+  EXPECT_EQ(set.rfind("--set model.moe.top_k=1: [model.moe] needs model.moe.experts", 0), 0u) << set;
+}
+
+// top_k left at its default (2) with one expert: the message points at the [model.moe] header.
+TEST(DeckValidation, DefaultTopKIsLocatedByItsSection) {
+  const std::string message =
+      error_of(std::string(kMinimalDeck) + "family = \"llama\"\n\n[model.moe]\nexperts = 1\n");
+  EXPECT_EQ(message.rfind("deck.toml:9: model.moe.top_k = 2 is more than model.moe.experts = 1", 0), 0u) << message;
+  // experts set by --set and top_k not: the override is what to change.
+  const std::string set =
+      error_of(std::string(kMinimalDeck) + "family = \"llama\"\n[model.moe]\nexperts = 4\ntop_k = 3\n",
+               {"model.moe.experts=2"});
+  EXPECT_EQ(set.rfind("--set model.moe.experts=2: model.moe.top_k = 3 is more than model.moe.experts = 2", 0), 0u)
+      << set;
 }
 
 TEST(DeckValidation, RelationPointsAtTheKeyThatIsSet) {

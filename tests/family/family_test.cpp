@@ -6,6 +6,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace trident {
 namespace {
@@ -106,13 +107,48 @@ TEST(Family, KeysAndDefaultsAreTheFamilys) {
   const FamilyDescription& gpt2 = family_description(ModelFamily::gpt2);
   const FamilyDescription& llama = family_description(ModelFamily::llama);
   EXPECT_FALSE(gpt2.reads_key("kv_heads"));
-  for (const char* key : {"kv_heads", "ffn_hidden", "rope_theta", "norm_eps"}) EXPECT_TRUE(llama.reads_key(key));
+  for (const char* key : {"kv_heads", "ffn_hidden", "rope_theta", "norm_eps", "moe"}) EXPECT_TRUE(llama.reads_key(key));
+  EXPECT_FALSE(gpt2.reads_key("moe"));
   EXPECT_EQ(gpt2.default_mlp_hidden(768), 3072);
   EXPECT_EQ(llama.default_mlp_hidden(4096), 11008);  // Llama 2 7B's, from Meta's rule
   EXPECT_TRUE(gpt2.head_tied_by_default && !gpt2.head_may_untie);
   EXPECT_TRUE(!llama.head_tied_by_default && llama.head_may_untie);
   EXPECT_TRUE(is_token_embedding("wte.weight") && is_token_embedding("embed_tokens.weight"));
   EXPECT_FALSE(is_token_embedding(kUntiedHead));
+}
+
+// [model.moe] with layer_freq 2: layer 2 a mixture, named and ordered as Mixtral's checkpoints
+// (Hugging Face's MixtralSparseMoeBlock: the router, then per expert w1, w3, w2, the order the
+// parameter buffer keeps, so that w1 | w3 is one product's weight), layer 3 Llama's dense MLP.
+TEST(Family, MixtureLayersListMixtralsTensors) {
+  ModelConfig model = llama3_8b();
+  model.moe = {.experts = 3, .top_k = 2, .expert_ffn_hidden = 1024, .layer_freq = 2};
+  std::vector<std::string> names;
+  for (const TensorSpec& tensor : layer_tensors(model, 2)) names.push_back(tensor.name);
+  const std::vector<std::string> attention = {
+      "input_layernorm.weight",  "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+      "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight"};
+  std::vector<std::string> expected;
+  for (const std::string& name : attention) expected.push_back("layers.2." + name);
+  expected.push_back("layers.2.block_sparse_moe.gate.weight");
+  for (int e = 0; e < 3; ++e)
+    for (const char* w : {"w1", "w3", "w2"})
+      expected.push_back("layers.2.block_sparse_moe.experts." + std::to_string(e) + "." + w + ".weight");
+  EXPECT_EQ(names, expected);
+
+  const std::vector<TensorSpec> mixture = layer_tensors(model, 2);
+  EXPECT_EQ(mixture[6].shape, (std::vector<std::int64_t>{3, 4096}));     // router [E, C]
+  EXPECT_EQ(mixture[7].shape, (std::vector<std::int64_t>{1024, 4096}));  // w1 [F, C]
+  EXPECT_EQ(mixture[9].shape, (std::vector<std::int64_t>{4096, 1024}));  // w2 [C, F]
+  for (std::size_t i = 6; i < mixture.size(); ++i) EXPECT_LT(mixture[i].shard_dim, 0) << mixture[i].name;  // replicated
+
+  names.clear();
+  for (const TensorSpec& tensor : layer_tensors(model, 3)) names.push_back(tensor.name);
+  expected.clear();
+  for (const std::string& name : attention) expected.push_back("layers.3." + name);
+  for (const char* name : {"mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
+    expected.push_back(std::string("layers.3.") + name);
+  EXPECT_EQ(names, expected);
 }
 
 }  // namespace

@@ -206,8 +206,8 @@ TEST(TimelineWriter, EventKindNamesAreTheContractStrings) {
   const std::vector<std::string> expected = {"F",           "B",           "I",
                                              "W",           "SEND",        "RECV",
                                              "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP",
-                                             "RING_CP",     "ALLREDUCE_DP", "ALLREDUCE_EMB",
-                                             "OPTIMIZER"};
+                                             "RING_CP",     "ALLTOALL_EP", "ALLREDUCE_DP",
+                                             "ALLREDUCE_EMB", "OPTIMIZER"};
   for (std::size_t k = 0; k < expected.size(); ++k) {
     const std::string name = event_kind_name(static_cast<EventKind>(k));
     EXPECT_EQ(name, expected[k]);

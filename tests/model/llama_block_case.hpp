@@ -2,6 +2,7 @@
 // grouped-query shape (4 query heads on 2 kv heads), random weights, its stash, scratch and context.
 #pragma once
 
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -37,10 +38,21 @@ FloatBuffer carved(Record& record, const Carve& carve) {
   return buffer;
 }
 
+// The same block with a mixture of experts for its MLP (Mixtral's): 4 experts of F 12, top 2, a
+// load-balancing loss weighted so that its gradient shows.
+ModelConfig mixture_block_config() {
+  ModelConfig cfg = llama_block_config();
+  cfg.moe.experts = 4;
+  cfg.moe.top_k = 2;
+  cfg.moe.expert_ffn_hidden = 12;
+  cfg.moe.aux_loss_coef = 0.25;
+  return cfg;
+}
+
 // A block with its parameters, stash, scratch and context, all on this rank.
 struct BlockCase {
   static constexpr int B = 2;
-  ModelConfig cfg = llama_block_config();
+  ModelConfig cfg;
   TpShape local{cfg, 0, 1};
   std::size_t rows = static_cast<std::size_t>(B) * cfg.seq_len, C = cfg.d_model, F = cfg.mlp_hidden();
   ParamStore params;
@@ -50,6 +62,7 @@ struct BlockCase {
   FloatBuffer dln{"dln", rows*C}, datty{"datty", rows*C}, attention{"attention", attention_scratch_floats(heads)},
       dfch{"dfch", rows * 2 * F}, dqkv{"dqkv", rows * 3 * C};
   ColumnSumBuffers norm_grad_sums{1, static_cast<int>(C)};
+  std::unique_ptr<MoeContext> moe = cfg.moe.experts > 0 ? std::make_unique<MoeContext>(cfg, rows) : nullptr;
   LayerContext ctx{B,
                    cfg.seq_len,
                    cfg.d_model,
@@ -64,13 +77,17 @@ struct BlockCase {
   LlamaBlock::OutputGrads kept{};
   FloatBuffer stash_floats = carved(stash, [&](auto& x, auto&& take) {
     LlamaBlock::carve(
-        x, StashShape{local, B, static_cast<std::size_t>(cfg.seq_len), C, rows, attention_saved_floats(heads)}, take);
+        x,
+        StashShape{local, B, static_cast<std::size_t>(cfg.seq_len), C, rows, attention_saved_floats(heads), false,
+                   moe_shape(cfg, 0, rows, 1)},
+        take);
   });
   FloatBuffer kept_floats = carved(kept, [&](auto& g, auto&& take) { LlamaBlock::carve(g, local, rows, C, take); });
   FloatBuffer input = random_buffer(rows * C, 1);
 
   // Weights well away from 0 (norm weights near 1), so every path carries a visible gradient.
-  BlockCase() {
+  explicit BlockCase(const ModelConfig& config = llama_block_config()) : cfg(config) {
+    ctx.moe = moe.get();
     for (const TensorSpec& tensor : layer_tensors(cfg, 0)) params.add(tensor);
     params.allocate();
     std::vector<float> values(params.total_size());

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace trident {
@@ -73,6 +74,40 @@ TEST(Buckets, PiecesPartitionTheBufferAcrossRanks) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+// Expert parallelism: regions reduced over groups of different sizes. No bucket crosses a region's
+// border, buckets still run from the end of the buffer down, each region's are cut for its own
+// group (the first of each may be padded), and the shard packs every piece once.
+TEST(Buckets, RegionsAreCutOnTheirOwn) {
+  const std::vector<BucketRegion> regions = {{0, 10, 4, false}, {10, 13, 2, true}, {23, 9, 4, false}};
+  const std::vector<Bucket> buckets = plan_buckets(regions, 4);
+  std::size_t end = 32, shard = 0;
+  for (const Bucket& bucket : buckets) {
+    EXPECT_EQ(bucket.offset + bucket.size, end);  // contiguous, from the end down
+    end = bucket.offset;
+    const BucketRegion& region = *std::find_if(regions.begin(), regions.end(), [&](const BucketRegion& r) {
+      return bucket.offset >= r.offset && bucket.offset < r.offset + r.size;
+    });
+    EXPECT_LE(bucket.offset + bucket.size, region.offset + region.size) << "crosses a region's end";
+    EXPECT_EQ(bucket.ranks, region.ranks);
+    EXPECT_EQ(bucket.experts, region.experts);
+    EXPECT_EQ(bucket.piece, (bucket.size + region.ranks - 1) / region.ranks);
+    EXPECT_EQ(bucket.shard_offset, shard);
+    shard += bucket.piece;
+  }
+  EXPECT_EQ(end, 0u);
+  EXPECT_EQ(shard_size(buckets), shard);
+  // Region [10, 23) over 2 ranks in buckets of 4: 19-23, 15-19, 11-15, and 10-11 padded to 2.
+  EXPECT_EQ(buckets.size(), 3u + 4u + 3u);
+  EXPECT_EQ(largest_padded_bucket(buckets), 4u);  // [23, 32)'s 1-element bucket padded to 4 ranks
+  EXPECT_EQ(zero1_gradient_floats(buckets), shard + 2 * 4u);
 }
 
 }  // namespace

@@ -97,6 +97,49 @@ TEST(ModelSize, LlamaBlockShardsAndStages) {
   EXPECT_EQ(total_params(model), 2 * model.vocab * c + non_embedding_params(model));
 }
 
+// [model.moe] on a small Llama, counted by hand: layers 0 and 2 mixtures (layer_freq 2), layer 1
+// dense. A mixture holds a router [E, C] and E SwiGLU experts of width Fe (3·C·Fe each), whole on
+// every TP rank; a token's forward multiplies by the router and top_k of the experts only.
+TEST(ModelSize, MixtureLayersCountTheirExperts) {
+  ModelConfig model = llama(3, 64, 8, 2, 96);
+  model.moe = {.experts = 4, .top_k = 2, .expert_ffn_hidden = 40, .layer_freq = 2};
+  const std::int64_t c = 64, hd = 8, f = 96, fe = 40, experts = 4, k = 2, v = model.vocab;
+  const std::int64_t norms = 2 * c, attention = c * 8 * hd + 2 * c * 2 * hd + 8 * hd * c;
+  const std::int64_t dense_mlp = 3 * c * f, expert = 3 * c * fe;
+  const std::int64_t mixture = experts * c + experts * expert;
+  EXPECT_EQ(block_params(model, 1, 0), norms + attention + mixture);
+  EXPECT_EQ(block_params(model, 1, 1), norms + attention + dense_mlp);
+  EXPECT_EQ(block_params(model, 1, 2), block_params(model, 1, 0));
+  // tp 2 splits attention and the dense MLP, not the mixture.
+  EXPECT_EQ(block_params(model, 2, 0), norms + attention / 2 + mixture);
+  EXPECT_EQ(block_params(model, 2, 1), norms + (attention + dense_mlp) / 2);
+
+  const std::int64_t blocks = 3 * (norms + attention) + 2 * mixture + dense_mlp;
+  EXPECT_EQ(non_embedding_params(model), blocks + c);
+  EXPECT_EQ(total_params(model), 2 * v * c + blocks + c);
+  EXPECT_EQ(sum_over_stages(model, 3, 1), total_params(model));  // each stage its own kind of layer
+  EXPECT_EQ(stage_params(model, {1, 1}, false, false, 1).blocks, norms + attention + dense_mlp);
+
+  // Active: the router and k experts of each mixture.
+  const std::int64_t active_mixture = experts * c + k * expert;
+  EXPECT_EQ(active_block_params(model, 0), norms + attention + active_mixture);
+  EXPECT_EQ(active_block_params(model, 1), block_params(model, 1, 1));
+  const std::int64_t active_blocks = 3 * (norms + attention) + 2 * active_mixture + dense_mlp;
+  EXPECT_EQ(active_non_embedding_params(model), active_blocks + c);
+  EXPECT_EQ(active_params(model), 2 * v * c + active_blocks + c);
+  EXPECT_DOUBLE_EQ(mean_active_block_params(model), static_cast<double>(active_blocks) / 3);
+
+  // FLOPs: 6 per active parameter and token, the head's 6·V·C and attention's 6·L·T·C per token.
+  const std::int64_t tokens = 4 * model.seq_len;
+  const double n = static_cast<double>(tokens);
+  EXPECT_DOUBLE_EQ(model_flops_per_step(model, tokens),
+                   6.0 * static_cast<double>(active_blocks + c) * n + 6.0 * static_cast<double>(v * c) * n +
+                       6.0 * 3 * model.seq_len * static_cast<double>(c) * n);
+  // A dense model's active parameters are all of them.
+  const ModelConfig dense = llama(3, 64, 8, 2, 96);
+  EXPECT_EQ(active_params(dense), total_params(dense));
+}
+
 TEST(ModelSize, PaddedVocabIsTheNextMultipleOfTp) {
   EXPECT_EQ(padded_vocab(50257, 1), 50257);
   EXPECT_EQ(padded_vocab(50257, 8), 50264);

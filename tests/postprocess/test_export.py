@@ -17,9 +17,11 @@ import torch  # python3-torch: scripts/setup --tests installs it
 from conftest import REPO, read_steps
 
 from llama_reference import causal_lm_loss  # noqa: E402
+from mixtral_reference import Mixtral  # noqa: E402
 
 POST = REPO / "postprocess" / "trident-post"
 LLAMA = REPO / "input_decks" / "llama-tiny.toml"
+MOE = REPO / "input_decks" / "moe-tiny.toml"
 T, MBS, M = 16, 2, 2
 SMALL = ("model.layers=2", "model.d_model=32", "model.heads=4", "model.kv_heads=2", "model.ffn_hidden=48",
          f"model.seq_len={T}", f"schedule.micro_batch_size={MBS}", f"schedule.microbatches={M}", "train.steps=3",
@@ -60,6 +62,40 @@ def test_llama_export_gives_tridents_loss(trident_run, tmp_path):
         loss = causal_lm_loss(inputs, targets, params, cfg).item()
     logged = read_steps(run_dir)["loss"][2]
     assert abs(loss - logged) < 1e-5 * logged, (loss, logged)
+
+
+def test_mixtral_export_gives_tridents_loss(trident_run, tmp_path):
+    """A mixture of experts in every layer exports as MixtralForCausalLM, in Mixtral's names."""
+    corpus = tmp_path / "corpus.bin"
+    tokens = np.random.default_rng(6).integers(0, 256, size=4000, dtype=np.uint8)
+    corpus.write_bytes(tokens.tobytes())
+    moe = ("model.moe.experts=4", "model.moe.top_k=2", "model.moe.expert_ffn_hidden=24")
+    _, run_dir = trident_run(*SMALL, *moe, "data.kind=text", f"data.path={corpus}", "parallel.tp=1",
+                             "parallel.pp=1", "parallel.dp=1", "parallel.ep=1", deck=MOE)
+    config, state = export(run_dir / "checkpoints" / "step_00000002.h5", tmp_path / "hf")
+
+    assert config["architectures"] == ["MixtralForCausalLM"] and config["model_type"] == "mixtral"
+    assert (config["num_local_experts"], config["num_experts_per_tok"], config["intermediate_size"]) == (4, 2, 24)
+    assert tuple(state["model.layers.1.block_sparse_moe.gate.weight"].shape) == (4, 32)
+    assert tuple(state["model.layers.1.block_sparse_moe.experts.3.w2.weight"].shape) == (32, 24)
+    assert not any(".mlp." in key for key in state)
+    params = {(k[len("model."):] if k.startswith("model.") else k): v.double() for k, v in state.items()}
+    cfg = {"layers": 2, "heads": 4, "kv_heads": 2, "norm_eps": config["rms_norm_eps"],
+           "rope_theta": config["rope_theta"]}
+    inputs, targets = batch(tokens, 3, MBS * M)
+    with torch.no_grad():
+        loss = causal_lm_loss(inputs, targets, params, cfg, mlp=Mixtral({"experts": 4, "top_k": 2})).item()
+    logged = read_steps(run_dir)["loss"][2]
+    assert abs(loss - logged) < 1e-5 * logged, (loss, logged)
+
+
+def test_mixture_with_dense_layers_is_not_exported(trident_run, tmp_path):
+    _, run_dir = trident_run("train.steps=1", "model.moe.layer_freq=2", "parallel.tp=1", "parallel.pp=1",
+                             "parallel.dp=1", "parallel.ep=1", deck=MOE)
+    result = subprocess.run([sys.executable, str(POST), "export", str(run_dir), "-o", str(tmp_path / "hf")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "layer_freq = 2" in result.stderr and "MixtralForCausalLM" in result.stderr
+    assert not (tmp_path / "hf" / "config.json").exists()
 
 
 def test_gpt2_export_uses_gpt2_names_and_a_tied_head(trident_run, tmp_path):

@@ -138,5 +138,29 @@ TEST(StepModel, ContextParallelRanksShareTheSequenceAndShowTheRingWhereItOutlast
   EXPECT_DOUBLE_EQ(one.dp_exposed_s, 0.0);
 }
 
+// [model.moe]: a mixture layer multiplies by the router and, per token, its top k experts; with
+// experts split over ep 2 of 2 replicas each F and I adds the rows' all-to-all out and back.
+TEST(StepModel, AMixtureCountsItsActiveExpertsAndItsAllToAlls) {
+  Deck dense = small_deck(1, 1, 2);
+  dense.model.family = ModelFamily::llama;
+  dense.model.ffn_hidden = 96;
+  Deck mixture = dense;
+  mixture.model.moe = {.experts = 4, .top_k = 2, .expert_ffn_hidden = 96, .layer_freq = 1};
+  Deck split = mixture;
+  split.parallel.ep = 2;
+  const Machine machine = ideal_machine(2);
+  const StepPrediction d = predict_step(dense, machine), m = predict_step(mixture, machine);
+  const StepPrediction e = predict_step(split, machine);
+  // Per micro-batch (64 rows) and layer, forward: k = 2 SwiGLU MLPs of F 96 per row instead of one,
+  // plus the router's 64 x 4 x C product.
+  const double extra = 2 * (2.0 * 64 * 3 * 64 * 96 + 2.0 * 64 * 4 * 64);
+  EXPECT_NEAR(m.costs.per_virtual_stage[0].forward - d.costs.per_virtual_stage[0].forward, extra / kPeak, 1e-12);
+  // One all-to-all: half of the 64 x 2 assignments' fp32 rows leave, over the replicas' 1 GB/s link.
+  const double all_to_all = 64 * 2 * 64 * 4 / 2 / 1e9 + 1e-6;
+  EXPECT_NEAR(e.costs.per_virtual_stage[0].forward - m.costs.per_virtual_stage[0].forward, 2 * 2 * all_to_all, 1e-12);
+  EXPECT_NEAR(e.ep_comm_s, 4 * 2 * 2 * 2 * all_to_all, 1e-12);  // m 4, 2 layers, F and I, out and back
+  EXPECT_DOUBLE_EQ(m.ep_comm_s, 0.0);
+}
+
 }  // namespace
 }  // namespace trident

@@ -221,3 +221,24 @@ def test_search_ranks_grids_that_fit_fastest_first_and_each_is_its_own_predictio
     if deck["recompute"] != best["recompute"]:
         changes.append(f"recompute {deck['recompute']} -> {best['recompute']}")
     assert changes and f"against the deck: {', '.join(changes)}; " in text, (changes, text)
+
+
+@RELEASE_ONLY
+def test_search_over_a_mixture_varies_ep_and_each_is_its_own_prediction():
+    """[model.moe] (moe-tiny, 8 experts) on the 2-core machine's 8 devices: the search tries every ep
+    dividing both dp and the experts, never cp (refused with a mixture), and an ep 2 candidate,
+    predicted alone, takes the time the search gave it, its all-to-alls among it."""
+    deck, machine = REPO / "input_decks" / "moe-tiny.toml", REPO / "input_decks" / "machines" / "cpu-2core.toml"
+    result = json.loads(trident("plan", deck, "--machine", machine, "--search", "--json").stdout)
+    candidates = result["candidates"]
+    assert all(c["cp"] == 1 and c["dp"] % c["ep"] == 0 and 8 % c["ep"] == 0 for c in candidates), candidates
+    assert result["deck"]["ep"] == 2 and result["deck"]["ep_comm_s"] > 0, result["deck"]
+    split = next(c for c in candidates if c["ep"] > 1)
+    alone = predict(deck, machine, f"parallel.tp={split['tp']}", f"parallel.pp={split['pp']}",
+                    f"parallel.dp={split['dp']}", f"parallel.ep={split['ep']}", f"schedule.kind={split['schedule']}",
+                    f"schedule.virtual_stages={split['virtual_stages']}",
+                    f"schedule.microbatches={split['microbatches']}",
+                    f"schedule.micro_batch_size={split['micro_batch_size']}",
+                    f"schedule.recompute=\"{split['recompute']}\"")
+    assert alone["step_time_s"] == pytest.approx(split["step_time_s"], rel=1e-12), (alone, split)
+    assert alone["ep_comm_s"] > 0, alone

@@ -214,6 +214,36 @@ def test_context_parallel_ring_hops_are_timed(trident_run):
     assert "RING_CP" not in set(events["kind"])
 
 
+def test_expert_parallel_all_to_alls_are_timed(trident_run):
+    """ep = 2 ([model.moe]): every F and B of every rank is followed by its ALLTOALL_EP event (the
+    bytes its mixtures sent: in F, each mixture layer's counts of rows per expert for the other rank,
+    its rows out and the other rank's rows back; in B the same rows' gradients, no counts), so per
+    action F's bytes exceed B's by the counts of every mixture layer; ep_comm_s is within the step
+    time; without ep none are recorded."""
+    moe = ("model.family=llama", "model.layers=2", "model.moe.experts=4", "model.moe.top_k=2",
+           "model.moe.expert_ffn_hidden=32")
+    grid_steps = (f"train.steps={STEPS}", "checkpoint.every=0", "parallel.tp=1", "parallel.pp=1")
+    _, out = trident_run(*moe, *grid_steps, "parallel.dp=2", "parallel.ep=2", ranks=2)
+    events, _ = read_timeline(out)
+    steps = read_steps(out)
+    assert np.all(steps["ep_comm_s"] >= 0.0) and np.all(steps["ep_comm_s"] < steps["step_time_s"]), steps["ep_comm_s"]
+    counts_bytes = 2 * 2 * 4  # 2 mixture layers × E / ep = 2 counts × 4 bytes, to the one other rank
+    for rank in (0, 1):
+        mine = events["rank"] == rank
+        all_to_all = np.flatnonzero(mine & (events["kind"] == "ALLTOALL_EP"))
+        actions = np.flatnonzero(mine & np.isin(events["kind"], ("F", "B")))
+        assert len(all_to_all) == len(actions), (rank, len(all_to_all), len(actions))
+        # One pipeline stage: the actions and their exchanges go in the same order, F and B each by micro-batch.
+        kinds = events["kind"][actions]
+        sent = events["bytes"][all_to_all]
+        assert np.all(sent > counts_bytes), sent
+        forward, backward = sent[kinds == "F"], sent[kinds == "B"]
+        np.testing.assert_array_equal(forward - backward, counts_bytes)
+    _, without_ep = trident_run(*moe, *grid_steps, "parallel.dp=2", ranks=2)
+    events, _ = read_timeline(without_ep)
+    assert "ALLTOALL_EP" not in set(events["kind"])
+
+
 def test_tp_comm_is_the_longest_wait_of_any_rank(tmp_path):
     """tp = 2 with rank 0 held back: the test stops it for 15 ms of every 20 once training runs,
     so rank 1 waits for it at every collective, about three quarters of each step (less where a

@@ -106,6 +106,24 @@ def test_plan_matches_the_measured_memory_under_context_parallelism(trident_run)
     assert np.all(measured < 0.55 * whole), (measured, whole)
 
 
+def test_plan_matches_the_measured_memory_and_tp_traffic_of_a_mixture(trident_run):
+    """[model.moe] on tp 2 x pp 2, mixtures in layers 0 and 2 only: the plan counts each mixture
+    layer's stash (routing, permuted rows, experts' activations) and one TP sum fewer per mixture
+    layer (the experts are whole on every TP rank)."""
+    moe = ("model.family=llama", "model.layers=4", "model.moe.experts=4", "model.moe.top_k=2",
+           "model.moe.expert_ffn_hidden=48", "model.moe.layer_freq=2")
+    overrides = moe + ("parallel.tp=2", "parallel.pp=2", "schedule.kind=1f1b", "schedule.microbatches=4",
+                       "train.steps=2")
+    _, run_dir = trident_run(*overrides, ranks=4)
+    text = plan_text(overrides)
+    measured = read_steps(run_dir)["peak_activation_bytes_per_stage"][-1].astype(float)
+    planned = np.array([to_bytes(row["activations"]) for row in table(text, "Memory per rank")])
+    np.testing.assert_allclose(planned, measured, rtol=0.05)
+    traffic = table(text, "Tensor-parallel communication per step")
+    for stage, (row, got) in enumerate(zip(traffic, measured_tp_bytes(run_dir), strict=True)):
+        assert got["all-reduce"] == pytest.approx(to_bytes(row["all-reduce"]), rel=0.01), stage
+
+
 SPLIT_BACKWARD = [pytest.param("zb-h1", 1, "none", marks=RELEASE_ONLY), ("v-half", 2, "none"),
                   pytest.param("zb-v", 2, "none", marks=RELEASE_ONLY),
                   pytest.param("dualpipev", 2, "none", marks=RELEASE_ONLY),

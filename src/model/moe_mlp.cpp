@@ -164,20 +164,23 @@ void route(const LayerContext& ctx, const MoeWeights& w, const MoeStash& x, cons
                    moe.tokens_per_expert.data() + static_cast<long>(ctx.layer) * E);
 }
 
+// The assignments an expert takes of one rank's micro-batch of `rows` rows: ⌈factor · rows · k / E⌉
+// under a capacity factor, else all of them.
+std::size_t expert_capacity(const MoeConfig& moe, std::size_t rows) {
+  const std::size_t assigned = rows * moe.top_k;
+  if (moe.capacity_factor <= 0) return assigned;
+  return static_cast<std::size_t>(std::ceil(moe.capacity_factor * static_cast<double>(assigned) / moe.experts));
+}
+
 }  // namespace
 
 MoeShape moe_shape(const ModelConfig& cfg, int layer, std::size_t rows, int ranks) {
   if (!cfg.moe_layer(layer)) return {};
   const MoeConfig& moe = cfg.moe;
-  const std::size_t assigned = rows * moe.top_k;
-  // An expert takes at most `capacity` rows of each rank's micro-batch; dropless, every rank may
-  // send all of its rows to this rank's experts.
-  std::size_t received = assigned * ranks;
-  if (moe.capacity_factor > 0) {
-    const auto capacity = static_cast<std::size_t>(std::ceil(moe.capacity_factor * static_cast<double>(assigned) /
-                                                             moe.experts));
-    received = std::min(received, capacity * moe.experts);
-  }
+  // Dropless, every rank may send all of its rows to this rank's experts; a capacity bounds what
+  // each expert takes of each rank.
+  std::size_t received = rows * moe.top_k * ranks;
+  if (moe.capacity_factor > 0) received = std::min(received, expert_capacity(moe, rows) * moe.experts);
   return {moe.experts, moe.top_k, cfg.expert_hidden(), ranks, received};
 }
 
@@ -185,10 +188,7 @@ MoeContext::MoeContext(const ModelConfig& cfg, std::size_t rows, Comm* ep_group)
     : shape(moe_shape(cfg, 0, rows, ep_group ? ep_group->size() : 1)),
       mixture_layers(cfg.moe_layers()),
       aux_coef(cfg.moe.aux_loss_coef),
-      capacity(cfg.moe.capacity_factor > 0
-                   ? static_cast<int>(std::ceil(cfg.moe.capacity_factor * static_cast<double>(rows) *
-                                                cfg.moe.top_k / cfg.moe.experts))
-                   : static_cast<int>(rows) * cfg.moe.top_k),
+      capacity(static_cast<int>(expert_capacity(cfg.moe, rows))),
       ep(shape.ranks > 1 ? ep_group : nullptr),
       d_gate_up(scratch("moe_d_gate_up", shape.received * 2 * shape.hidden)),
       d_assigned(scratch("moe_d_assigned", shape.received * cfg.d_model)),

@@ -29,7 +29,8 @@
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0); the
 #                kernel tests also with the row kernels a warp per row
 #   the rest     GPT-2 in TF32 against PyTorch tf32-explicit (the first GPU run's comparison) and in
-#                bf16 "plain", the census in TF32, NCCL's collectives on one rank, Llama "plain"
+#                bf16 "plain", the census in TF32, NCCL's collectives on one rank, trident's export
+#                loaded by `transformers` (from_pretrained; skipped without it), Llama "plain"
 # GPU_CHECK_STEPS="name ..." runs only the steps named (a second, shorter lease).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -159,6 +160,8 @@ step gpt2_bf16_plain 25 "${plain[@]}" bench --configs gpt2-1024 --precision bf16
 step census_tf32 20 census
 step libraries_nccl 15 "$kit/bin/mpirun" -n 1 "$kit/libexec/trident_gpu_mpi_tests" \
   "--gtest_filter=-*PointToPoint*:NcclPipelineCommTest.*"
+step hf_from_pretrained 40 "$python" "$repo/bench/hf_from_pretrained.py" --trident "$kit/bin/trident" \
+  --mpirun "$kit/bin/mpirun"
 step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
 
 {

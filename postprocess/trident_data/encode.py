@@ -25,7 +25,8 @@ def add_parser(subparsers):
                               epilog="Example: trident-data encode /usr/share/games/fortunes/* --separator % "
                                      "--tokenizer data/fortunes.model --val-fraction 0.05 -o data --name fortunes")
     add_corpus_arguments(p)
-    p.add_argument("--tokenizer", metavar="MODEL", required=True, help="a SentencePiece .model")
+    p.add_argument("--tokenizer", metavar="MODEL", required=True,
+                   help="a SentencePiece .model, or a Hugging Face model folder holding one (tokenizer.model)")
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="directory for the shards")
     p.add_argument("--name", default="corpus", help="shard name prefix (default corpus)")
     p.add_argument("--val-fraction", type=float, default=0.0,

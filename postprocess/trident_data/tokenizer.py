@@ -68,9 +68,12 @@ def _chain(first, rest):
 
 
 def load(path):
-    """The SentencePiece model at `path`, with its end-of-document id."""
+    """The SentencePiece model at `path`, or in the Hugging Face model folder `path` (its
+    tokenizer.model), with its end-of-document id."""
     import sentencepiece as spm
 
+    if Path(path).is_dir():
+        path = hf_tokenizer(Path(path))
     if not Path(path).is_file():
         raise DataError(f"no such tokenizer: {path}")
     processor = spm.SentencePieceProcessor()
@@ -81,6 +84,15 @@ def load(path):
     if processor.eos_id() < 0:
         raise DataError(f"{path}: the tokenizer has no end-of-sentence token to separate documents with")
     return processor
+
+
+def hf_tokenizer(folder):
+    """A Hugging Face folder's SentencePiece model (Llama 2, Mistral, Mixtral ship tokenizer.model)."""
+    if (folder / "tokenizer.model").is_file():
+        return folder / "tokenizer.model"
+    found = ", ".join(sorted(p.name for p in folder.glob("tokenizer*"))) or "no tokenizer files"
+    raise DataError(f"{folder}: no tokenizer.model (SentencePiece) in this folder ({found}); trident-data reads "
+                    "SentencePiece models: give one, or train one with `trident-data tokenizer`")
 
 
 def check_deck_vocab(deck, vocab_size):

@@ -6,7 +6,7 @@ from command_line import subcommand_parser
 from . import __version__
 from .timeline import PostError
 
-SUBCOMMANDS = ("gantt", "bubble", "trace", "curves", "ckpt", "export", "compare")
+SUBCOMMANDS = ("gantt", "bubble", "trace", "curves", "ckpt", "export", "hf_import", "compare")
 
 DESCRIPTION = """Post-processing for trident runs. RUN is a run directory (the deck's output.dir, holding
 timeline.h5 and checkpoints/) or a timeline.h5 file."""
@@ -19,6 +19,7 @@ EPILOG = """examples:
   trident-post ckpt    runs/tiny/checkpoints/step_00000020.h5
   trident-post ckpt --to-torch runs/tiny/checkpoints/step_00000020.h5 model.pt
   trident-post export  runs/llama-tiny -o llama-hf          Hugging Face folder (from_pretrained)
+  trident-post import  llama-hf --deck DECK --out init.h5  step-0 checkpoint (checkpoint.init)
   trident-post compare runs/a runs/b
 
 exit codes: 0 success, 1 a checkpoint fails its checksum, 2 bad arguments or a missing /

@@ -16,7 +16,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& key, const std::string& path, const std::string& what) {
   throw InputError(key + " = '" + path + "': " + what + " (" + std::strerror(errno) + "); point " + key +
-                   " at an existing, readable token file");
+                   " at an existing, readable file");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deck/choices.hpp"
@@ -140,7 +141,12 @@ struct CheckpointConfig {
   // relative paths resolved against the deck's directory).
   enum class Resume { newest, none, file } resume = Resume::newest;
   std::string resume_file;
+  // checkpoint.init: the weights a run starts from when it resumes nothing: "" (initialised from
+  // train.seed), a trident checkpoint's path (its /model only) or kHfPrefix + a Hugging Face
+  // model folder. Paths resolved against the deck's directory.
+  std::string init;
 };
+inline constexpr std::string_view kHfPrefix = "hf:";
 
 struct OutputConfig {
   std::string dir = "runs/tiny";  // run directory; relative paths: relative to the working directory

@@ -377,12 +377,20 @@ void check_eval(const Deck& deck, const KeyLocations& where) {
 }
 
 void check_checkpoint(const Deck& deck, const KeyLocations& where) {
-  if (deck.checkpoint.resume != CheckpointConfig::Resume::file) return;
-  const std::string& resume = deck.checkpoint.resume_file;
   std::error_code ignored;
-  if (!std::filesystem::exists(resume, ignored)) {
+  const std::string& resume = deck.checkpoint.resume_file;
+  if (deck.checkpoint.resume == CheckpointConfig::Resume::file && !std::filesystem::exists(resume, ignored)) {
     where.fail("checkpoint.resume", "checkpoint.resume: no such checkpoint: " + resume +
                                         "; use \"auto\" (newest in checkpoint.dir), \"none\", or an existing file");
+  }
+  const std::string& init = deck.checkpoint.init;
+  if (init.starts_with(kHfPrefix) && !std::filesystem::is_directory(init.substr(kHfPrefix.size()), ignored)) {
+    where.fail("checkpoint.init", "checkpoint.init: no such folder: " + init.substr(kHfPrefix.size()) +
+                                      "; \"hf:DIR\" names a Hugging Face model folder (config.json and safetensors)");
+  }
+  if (!init.empty() && !init.starts_with(kHfPrefix) && !std::filesystem::is_regular_file(init, ignored)) {
+    where.fail("checkpoint.init", "checkpoint.init: no such checkpoint: " + init +
+                                      "; give a trident checkpoint (trident-post import writes one) or \"hf:DIR\"");
   }
 }
 

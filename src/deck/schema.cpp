@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 
 #include "deck/locations.hpp"
@@ -154,6 +155,18 @@ KeySpec resume_choice() {
           }};
 }
 
+// checkpoint.init: "" (none), "hf:DIR" (a Hugging Face model folder) or a trident checkpoint's path,
+// each resolved against the deck's directory.
+KeySpec init_choice() {
+  return {"checkpoint", "init", [](const toml::node& node, Deck& deck, const KeySite& site) {
+            const std::string& value = read_string(node, site);
+            const bool folder = value.starts_with(kHfPrefix);
+            const std::string path = folder ? value.substr(kHfPrefix.size()) : value;
+            if (folder && path.empty()) site.fail("\"hf:\" needs a folder: \"hf:DIR\"");
+            deck.checkpoint.init = (folder ? std::string(kHfPrefix) : "") + resolved_path(path, site);
+          }};
+}
+
 std::vector<int> read_integer_list(const toml::node& node, const KeySite& site, std::int64_t min,
                                    const std::string& alternative) {
   const auto* array = node.as_array();
@@ -190,94 +203,114 @@ KeySpec stage_layers() {
           }};
 }
 
+// [model] and [model.moe].
+std::vector<KeySpec> model_keys() {
+  return {
+    integer("model", "layers", &Deck::model, &ModelConfig::layers, 1),
+    integer("model", "d_model", &Deck::model, &ModelConfig::d_model, 1),
+    integer("model", "heads", &Deck::model, &ModelConfig::heads, 1),
+    integer("model", "seq_len", &Deck::model, &ModelConfig::seq_len, 1),
+    integer("model", "vocab", &Deck::model, &ModelConfig::vocab, 2),
+    boolean("model", "tie_embeddings", &Deck::model, &ModelConfig::tie_embeddings),
+    choice("model", "family", &Deck::model, &ModelConfig::family),
+    choice("model", "attention", &Deck::model, &ModelConfig::attention),
+    integer("model", "kv_heads", &Deck::model, &ModelConfig::kv_heads, 1),
+    integer("model", "ffn_hidden", &Deck::model, &ModelConfig::ffn_hidden, 1),
+    real("model", "rope_theta", &Deck::model, &ModelConfig::rope_theta, kPositive),
+    real("model", "norm_eps", &Deck::model, &ModelConfig::norm_eps, kPositive),
+
+    integer("model.moe", "experts", mixture, &MoeConfig::experts, 1),
+    integer("model.moe", "top_k", mixture, &MoeConfig::top_k, 1),
+    integer("model.moe", "expert_ffn_hidden", mixture, &MoeConfig::expert_ffn_hidden, 1),
+    integer("model.moe", "layer_freq", mixture, &MoeConfig::layer_freq, 1),
+    real("model.moe", "aux_loss_coef", mixture, &MoeConfig::aux_loss_coef, kNonNegative),
+    real("model.moe", "capacity_factor", mixture, &MoeConfig::capacity_factor, kNonNegative),
+  };
+}
+
+// [parallel] and [schedule].
+std::vector<KeySpec> grid_and_schedule_keys() {
+  return {
+    integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
+    integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),
+    integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
+    integer("parallel", "cp", &Deck::parallel, &ParallelConfig::cp, 1),
+    integer("parallel", "ep", &Deck::parallel, &ParallelConfig::ep, 1),
+    choice("parallel", "order", &Deck::parallel, &ParallelConfig::order),
+    stage_layers(),
+    boolean("parallel", "sequence_parallel", &Deck::parallel, &ParallelConfig::sequence_parallel),
+    integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
+    real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
+    choice("parallel", "p2p", &Deck::parallel, &ParallelConfig::p2p),
+    boolean("parallel", "share_device", &Deck::parallel, &ParallelConfig::share_device),
+
+    choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind),
+    integer("schedule", "microbatches", &Deck::schedule, &ScheduleConfig::microbatches, 1),
+    integer("schedule", "micro_batch_size", &Deck::schedule, &ScheduleConfig::micro_batch_size, 1),
+    integer("schedule", "virtual_stages", &Deck::schedule, &ScheduleConfig::virtual_stages, 1),
+    choice("schedule", "recompute", &Deck::schedule, &ScheduleConfig::recompute),
+    real("schedule", "timeout_s", &Deck::schedule, &ScheduleConfig::timeout_s, kPositive),
+    real("schedule", "auto_memory_limit", &Deck::schedule, &ScheduleConfig::auto_memory_limit, kNonNegative),
+    real("schedule", "activation_budget", &Deck::schedule, &ScheduleConfig::activation_budget, kShare),
+    replan_choice(),
+    input_file("schedule", "file", &Deck::schedule, &ScheduleConfig::file),
+  };
+}
+
+// [train], [data], [eval], [checkpoint], [output] and [emulate].
+std::vector<KeySpec> run_keys() {
+  return {
+    integer("train", "steps", &Deck::train, &TrainConfig::steps, 1),
+    integer("train", "seed", &Deck::train, &TrainConfig::seed, 0),
+    real("train", "lr", &Deck::train, &TrainConfig::lr, kPositive),
+    real("train", "min_lr", &Deck::train, &TrainConfig::min_lr, kNonNegative),
+    integer("train", "warmup_steps", &Deck::train, &TrainConfig::warmup_steps, 0),
+    choice("train", "decay", &Deck::train, &TrainConfig::decay),
+    real("train", "beta1", &Deck::train, &TrainConfig::beta1, kFraction),
+    real("train", "beta2", &Deck::train, &TrainConfig::beta2, kFraction),
+    real("train", "eps", &Deck::train, &TrainConfig::eps, kPositive),
+    real("train", "weight_decay", &Deck::train, &TrainConfig::weight_decay, kNonNegative),
+    real("train", "grad_clip", &Deck::train, &TrainConfig::grad_clip, kNonNegative),
+    choice("train", "precision", &Deck::train, &TrainConfig::precision),
+
+    choice("data", "kind", &Deck::data, &DataConfig::kind),
+    input_paths("data", "path", &Deck::data, &DataConfig::paths),
+    integer("data", "synthetic_tokens", &Deck::data, &DataConfig::synthetic_tokens, 2),
+    boolean("data", "shuffle", &Deck::data, &DataConfig::shuffle),
+    boolean("data", "document_mask", &Deck::data, &DataConfig::document_mask),
+    integer("data", "eod_token", &Deck::data, &DataConfig::eod_token, 0),
+
+    input_paths("eval", "path", &Deck::eval, &EvalConfig::paths),
+    integer("eval", "every", &Deck::eval, &EvalConfig::every, 0),
+    integer("eval", "batches", &Deck::eval, &EvalConfig::batches, 1),
+
+    directory("checkpoint", "dir", &Deck::checkpoint, &CheckpointConfig::dir),
+    integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
+    integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
+    choice("checkpoint", "on_failure", &Deck::checkpoint, &CheckpointConfig::on_failure),
+    real("checkpoint", "timeout_s", &Deck::checkpoint, &CheckpointConfig::timeout_s, kPositive),
+    resume_choice(),
+    init_choice(),
+
+    directory("output", "dir", &Deck::output, &OutputConfig::dir),
+    integer("output", "log_every", &Deck::output, &OutputConfig::log_every, 1),
+
+    boolean("emulate", "enabled", &Deck::emulate, &EmulateConfig::enabled),
+    real("emulate", "forward_ms", &Deck::emulate, &EmulateConfig::forward_ms, kNonNegative),
+    real("emulate", "backward_ms", &Deck::emulate, &EmulateConfig::backward_ms, kNonNegative),
+    real("emulate", "input_grad_ms", &Deck::emulate, &EmulateConfig::input_grad_ms, kNonNegative),
+    real("emulate", "weight_grad_ms", &Deck::emulate, &EmulateConfig::weight_grad_ms, kNonNegative),
+  };
+}
+
 }  // namespace
 
 const std::vector<KeySpec>& deck_keys() {
-  static const std::vector<KeySpec> keys = {
-      integer("model", "layers", &Deck::model, &ModelConfig::layers, 1),
-      integer("model", "d_model", &Deck::model, &ModelConfig::d_model, 1),
-      integer("model", "heads", &Deck::model, &ModelConfig::heads, 1),
-      integer("model", "seq_len", &Deck::model, &ModelConfig::seq_len, 1),
-      integer("model", "vocab", &Deck::model, &ModelConfig::vocab, 2),
-      boolean("model", "tie_embeddings", &Deck::model, &ModelConfig::tie_embeddings),
-      choice("model", "family", &Deck::model, &ModelConfig::family),
-      choice("model", "attention", &Deck::model, &ModelConfig::attention),
-      integer("model", "kv_heads", &Deck::model, &ModelConfig::kv_heads, 1),
-      integer("model", "ffn_hidden", &Deck::model, &ModelConfig::ffn_hidden, 1),
-      real("model", "rope_theta", &Deck::model, &ModelConfig::rope_theta, kPositive),
-      real("model", "norm_eps", &Deck::model, &ModelConfig::norm_eps, kPositive),
-
-      integer("model.moe", "experts", mixture, &MoeConfig::experts, 1),
-      integer("model.moe", "top_k", mixture, &MoeConfig::top_k, 1),
-      integer("model.moe", "expert_ffn_hidden", mixture, &MoeConfig::expert_ffn_hidden, 1),
-      integer("model.moe", "layer_freq", mixture, &MoeConfig::layer_freq, 1),
-      real("model.moe", "aux_loss_coef", mixture, &MoeConfig::aux_loss_coef, kNonNegative),
-      real("model.moe", "capacity_factor", mixture, &MoeConfig::capacity_factor, kNonNegative),
-
-      integer("parallel", "tp", &Deck::parallel, &ParallelConfig::tp, 1),
-      integer("parallel", "pp", &Deck::parallel, &ParallelConfig::pp, 1),
-      integer("parallel", "dp", &Deck::parallel, &ParallelConfig::dp, 1),
-      integer("parallel", "cp", &Deck::parallel, &ParallelConfig::cp, 1),
-      integer("parallel", "ep", &Deck::parallel, &ParallelConfig::ep, 1),
-      choice("parallel", "order", &Deck::parallel, &ParallelConfig::order),
-      stage_layers(),
-      boolean("parallel", "sequence_parallel", &Deck::parallel, &ParallelConfig::sequence_parallel),
-      integer("parallel", "zero", &Deck::parallel, &ParallelConfig::zero, 0, 1),
-      real("parallel", "bucket_mb", &Deck::parallel, &ParallelConfig::bucket_mb, kPositive),
-      choice("parallel", "p2p", &Deck::parallel, &ParallelConfig::p2p),
-      boolean("parallel", "share_device", &Deck::parallel, &ParallelConfig::share_device),
-
-      choice("schedule", "kind", &Deck::schedule, &ScheduleConfig::kind),
-      integer("schedule", "microbatches", &Deck::schedule, &ScheduleConfig::microbatches, 1),
-      integer("schedule", "micro_batch_size", &Deck::schedule, &ScheduleConfig::micro_batch_size, 1),
-      integer("schedule", "virtual_stages", &Deck::schedule, &ScheduleConfig::virtual_stages, 1),
-      choice("schedule", "recompute", &Deck::schedule, &ScheduleConfig::recompute),
-      real("schedule", "timeout_s", &Deck::schedule, &ScheduleConfig::timeout_s, kPositive),
-      real("schedule", "auto_memory_limit", &Deck::schedule, &ScheduleConfig::auto_memory_limit, kNonNegative),
-      real("schedule", "activation_budget", &Deck::schedule, &ScheduleConfig::activation_budget, kShare),
-      replan_choice(),
-      input_file("schedule", "file", &Deck::schedule, &ScheduleConfig::file),
-
-      integer("train", "steps", &Deck::train, &TrainConfig::steps, 1),
-      integer("train", "seed", &Deck::train, &TrainConfig::seed, 0),
-      real("train", "lr", &Deck::train, &TrainConfig::lr, kPositive),
-      real("train", "min_lr", &Deck::train, &TrainConfig::min_lr, kNonNegative),
-      integer("train", "warmup_steps", &Deck::train, &TrainConfig::warmup_steps, 0),
-      choice("train", "decay", &Deck::train, &TrainConfig::decay),
-      real("train", "beta1", &Deck::train, &TrainConfig::beta1, kFraction),
-      real("train", "beta2", &Deck::train, &TrainConfig::beta2, kFraction),
-      real("train", "eps", &Deck::train, &TrainConfig::eps, kPositive),
-      real("train", "weight_decay", &Deck::train, &TrainConfig::weight_decay, kNonNegative),
-      real("train", "grad_clip", &Deck::train, &TrainConfig::grad_clip, kNonNegative),
-      choice("train", "precision", &Deck::train, &TrainConfig::precision),
-
-      choice("data", "kind", &Deck::data, &DataConfig::kind),
-      input_paths("data", "path", &Deck::data, &DataConfig::paths),
-      integer("data", "synthetic_tokens", &Deck::data, &DataConfig::synthetic_tokens, 2),
-      boolean("data", "shuffle", &Deck::data, &DataConfig::shuffle),
-      boolean("data", "document_mask", &Deck::data, &DataConfig::document_mask),
-      integer("data", "eod_token", &Deck::data, &DataConfig::eod_token, 0),
-
-      input_paths("eval", "path", &Deck::eval, &EvalConfig::paths),
-      integer("eval", "every", &Deck::eval, &EvalConfig::every, 0),
-      integer("eval", "batches", &Deck::eval, &EvalConfig::batches, 1),
-
-      directory("checkpoint", "dir", &Deck::checkpoint, &CheckpointConfig::dir),
-      integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
-      integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
-      choice("checkpoint", "on_failure", &Deck::checkpoint, &CheckpointConfig::on_failure),
-      real("checkpoint", "timeout_s", &Deck::checkpoint, &CheckpointConfig::timeout_s, kPositive),
-      resume_choice(),
-
-      directory("output", "dir", &Deck::output, &OutputConfig::dir),
-      integer("output", "log_every", &Deck::output, &OutputConfig::log_every, 1),
-
-      boolean("emulate", "enabled", &Deck::emulate, &EmulateConfig::enabled),
-      real("emulate", "forward_ms", &Deck::emulate, &EmulateConfig::forward_ms, kNonNegative),
-      real("emulate", "backward_ms", &Deck::emulate, &EmulateConfig::backward_ms, kNonNegative),
-      real("emulate", "input_grad_ms", &Deck::emulate, &EmulateConfig::input_grad_ms, kNonNegative),
-      real("emulate", "weight_grad_ms", &Deck::emulate, &EmulateConfig::weight_grad_ms, kNonNegative),
-  };
+  static const std::vector<KeySpec> keys = [] {
+    std::vector<KeySpec> all;
+    for (auto part : {model_keys, grid_and_schedule_keys, run_keys}) std::ranges::move(part(), std::back_inserter(all));
+    return all;
+  }();
   return keys;
 }
 

@@ -42,9 +42,22 @@ struct TensorSpec {
   std::int64_t elements_per_rank(int tp) const { return shard_dim < 0 ? elements() : elements() / tp; }
 };
 
+// A field of a Hugging Face config.json as the model sets it, for importing published weights
+// (train/hf_init): the field matches when config.json holds one of `values` (JSON texts, numbers
+// compared as numbers) or, with at_least, a number no smaller than the last; a field config.json
+// leaves out reads as `absent` (Hugging Face's default; "" when there is none, so it must be given).
+struct HfConfigField {
+  std::string key;                  // "n_layer"
+  std::string deck_key;             // "model.layers", or what fixes it in words ("GPT-2's GELU")
+  std::vector<std::string> values;  // "12", "1e-05", "silu", "false", "null" (strings unquoted)
+  std::string absent;
+  bool at_least = false;
+};
+
 struct FamilyDescription {
   ModelFamily family;
   std::string_view title;         // the plan's heading: "GPT-2"
+  std::string_view hf_prefix;     // Hugging Face's state-dict prefix of every tensor but kUntiedHead
   std::string_view layer_prefix;  // a block's tensors are layer_prefix + layer + "." + name: "h."
   std::string_view embedding;     // the token embedding [V, C], vocab-parallel: "wte.weight"
   std::string_view positions;     // the learned position table [T, C]; empty: rotary positions in the blocks
@@ -60,6 +73,8 @@ struct FamilyDescription {
   // keeps them (the fused products' parts adjacent: q, k, v; gate, up). A layer whose MLP is a
   // mixture of experts (ModelConfig::moe_layer) lists its router and experts instead of the MLP.
   std::vector<TensorSpec> (*block_tensors)(const ModelConfig& model, int layer);
+  // config.json's fields for the model, model_type first (Hugging Face's architecture).
+  std::vector<HfConfigField> (*hf_config)(const ModelConfig& model);
 
   bool rotary() const { return positions.empty(); }
   bool reads_key(std::string_view key) const;  // one of own_keys

@@ -26,12 +26,28 @@ std::vector<TensorSpec> gpt2_block_tensors(const ModelConfig& model, int /*layer
           {"mlp.c_proj.bias", {c}, -1, 1, zeros}};
 }
 
+// GPT2Config: n_inner null means 4 · n_embd; the position table may be longer than seq_len.
+std::vector<HfConfigField> gpt2_hf_config(const ModelConfig& model) {
+  const auto number = [](auto value) { return std::to_string(value); };
+  return {{"model_type", "model.family", {"gpt2"}, ""},
+          {"n_layer", "model.layers", {number(model.layers)}, ""},
+          {"n_embd", "model.d_model", {number(model.d_model)}, ""},
+          {"n_head", "model.heads", {number(model.heads)}, ""},
+          {"vocab_size", "model.vocab", {number(model.vocab)}, ""},
+          {"n_inner", "4 x model.d_model (GPT-2's MLP)", {"null", number(4 * model.d_model)}, "null"},
+          {"activation_function", "GPT-2's tanh GELU", {"gelu_new"}, "gelu_new"},
+          {"layer_norm_epsilon", "GPT-2's LayerNorm epsilon", {"1e-05"}, "1e-05"},
+          {"tie_word_embeddings", "model.tie_embeddings", {"true"}, "true"},
+          {"n_positions", "model.seq_len", {number(model.seq_len)}, "1024", true}};
+}
+
 }  // namespace
 
 const FamilyDescription& gpt2_family() {
   static const FamilyDescription family{
       .family = ModelFamily::gpt2,
       .title = "GPT-2",
+      .hf_prefix = "transformer.",
       .layer_prefix = "h.",
       .embedding = "wte.weight",
       .positions = "wpe.weight",
@@ -44,7 +60,8 @@ const FamilyDescription& gpt2_family() {
       .tp_split = "c_attn and c_fc split by columns, both c_proj by rows (bias replicated),\n"
                   "wte split by vocabulary rows, wpe and LayerNorms replicated",
       .default_mlp_hidden = [](int d_model) { return 4 * d_model; },
-      .block_tensors = gpt2_block_tensors};
+      .block_tensors = gpt2_block_tensors,
+      .hf_config = gpt2_hf_config};
   return family;
 }
 

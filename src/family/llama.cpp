@@ -1,6 +1,7 @@
 // Llama (Touvron et al. 2023; Llama 3, as Hugging Face's LlamaForCausalLM): RMSNorm, rotary
 // positions, grouped-query attention, SwiGLU MLP, no biases, an untied head unless the deck ties
 // it. nn.Linear weights are [out, in].
+#include <charconv>
 #include <string>
 
 #include "family/families_list.hpp"
@@ -54,12 +55,51 @@ int llama_mlp_hidden(int d_model) {
   return static_cast<int>((hidden + 255) / 256 * 256);
 }
 
+std::string real(double value) {  // the shortest text that reads back as value: 1e-06, 500000
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
+// LlamaConfig, or MixtralConfig for a mixture in every layer (whose defaults differ). trident's
+// RoPE is unscaled and its attention sees every earlier token.
+std::vector<HfConfigField> llama_hf_config(const ModelConfig& model) {
+  const auto number = [](int value) { return std::to_string(value); };
+  const bool mixtral = model.moe.experts > 0;
+  std::vector<HfConfigField> fields{
+      {"model_type", "model.family and [model.moe]", {mixtral ? "mixtral" : "llama"}, ""},
+      {"num_hidden_layers", "model.layers", {number(model.layers)}, ""},
+      {"hidden_size", "model.d_model", {number(model.d_model)}, ""},
+      {"num_attention_heads", "model.heads", {number(model.heads)}, ""},
+      {"num_key_value_heads", "model.kv_heads", {number(model.key_value_heads())}, number(model.heads)},
+      {"head_dim", "model.d_model / model.heads", {number(model.head_dim())}, number(model.head_dim())},
+      {"vocab_size", "model.vocab", {number(model.vocab)}, ""},
+      {"rope_theta", "model.rope_theta", {real(model.rope_theta)}, mixtral ? "1e6" : "10000"},
+      {"rms_norm_eps", "model.norm_eps", {real(model.norm_eps)}, mixtral ? "1e-05" : "1e-06"},
+      {"tie_word_embeddings", "model.tie_embeddings", {model.tie_embeddings ? "true" : "false"}, "false"},
+      {"hidden_act", "SwiGLU's SiLU", {"silu"}, "silu"},
+      {"attention_bias", "no attention bias", {"false"}, "false"},
+      {"rope_scaling", "plain RoPE (trident has no RoPE scaling)", {"null"}, "null"},
+      {"sliding_window", "model.seq_len (attention to every earlier token)", {"null", number(model.seq_len)}, "null",
+       true}};
+  if (!mixtral) {
+    fields.push_back({"intermediate_size", "model.ffn_hidden", {number(model.mlp_hidden())}, ""});
+    fields.push_back({"mlp_bias", "no MLP bias", {"false"}, "false"});
+    return fields;
+  }
+  fields.push_back({"intermediate_size", "model.moe.expert_ffn_hidden", {number(model.expert_hidden())}, ""});
+  fields.push_back({"num_local_experts", "model.moe.experts", {number(model.moe.experts)}, ""});
+  fields.push_back({"num_experts_per_tok", "model.moe.top_k", {number(model.moe.top_k)}, "2"});
+  fields.push_back({"(a mixture in every layer)", "model.moe.layer_freq", {number(model.moe.layer_freq)}, "1"});
+  return fields;
+}
+
 }  // namespace
 
 const FamilyDescription& llama_family() {
   static const FamilyDescription family{
       .family = ModelFamily::llama,
       .title = "Llama",
+      .hf_prefix = "model.",
       .layer_prefix = "layers.",
       .embedding = "embed_tokens.weight",
       .positions = "",
@@ -72,7 +112,8 @@ const FamilyDescription& llama_family() {
       .tp_split = "q, k, v (by heads), gate and up split by output features, o_proj and down_proj by\n"
                   "input features, embed_tokens and lm_head by vocabulary rows, RMSNorms replicated",
       .default_mlp_hidden = llama_mlp_hidden,
-      .block_tensors = llama_block_tensors};
+      .block_tensors = llama_block_tensors,
+      .hf_config = llama_hf_config};
   return family;
 }
 

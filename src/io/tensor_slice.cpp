@@ -69,35 +69,37 @@ void validate_slice(const TensorSlice& slice) {
   if (slice.data == nullptr && slice_elements(slice) > 0) fail("data is null but the boxes hold elements");
 }
 
-std::uint64_t slice_checksum(const TensorSlice& slice) {
+void for_each_row(const TensorSlice& slice, const RowVisitor& row) {
   const std::vector<std::uint64_t> global_strides = strides_of(slice.global_shape);
   const std::vector<std::uint64_t> local_strides = strides_of(slice.local_shape);
   const std::size_t rank = slice.global_shape.size();
-  std::uint64_t sum = 0;
   for (const SliceBox& box : slice.boxes) {
     if (box_elements(box) == 0) continue;
-    // Odometer over the box's rows (all dimensions but the last); each row is contiguous in both
-    // the global and the local array.
-    std::vector<std::int64_t> row(rank - 1, 0);
-    const std::int64_t row_length = box.count[rank - 1];
+    std::vector<std::int64_t> at(rank - 1, 0);  // odometer over the box's rows: all dimensions but the last
     while (true) {
       std::uint64_t global = 0, local = 0;
       for (std::size_t d = 0; d < rank; ++d) {
-        const std::int64_t offset = d + 1 < rank ? row[d] : 0;
+        const std::int64_t offset = d + 1 < rank ? at[d] : 0;
         global += static_cast<std::uint64_t>(box.global_start[d] + offset) * global_strides[d];
         local += static_cast<std::uint64_t>(box.local_start[d] + offset) * local_strides[d];
       }
-      const float* values = slice.data + local;
-      for (std::int64_t j = 0; j < row_length; ++j) {
-        std::uint32_t bits;
-        std::memcpy(&bits, values + j, sizeof bits);
-        sum += mix64(global + static_cast<std::uint64_t>(j), bits);
-      }
+      row(global, local, box.count[rank - 1]);
       std::size_t d = rank - 1;
-      while (d > 0 && ++row[d - 1] == box.count[d - 1]) row[--d] = 0;
+      while (d > 0 && ++at[d - 1] == box.count[d - 1]) at[--d] = 0;
       if (d == 0) break;
     }
   }
+}
+
+std::uint64_t slice_checksum(const TensorSlice& slice) {
+  std::uint64_t sum = 0;
+  for_each_row(slice, [&](std::uint64_t global, std::uint64_t local, std::int64_t length) {
+    for (std::int64_t j = 0; j < length; ++j) {
+      std::uint32_t bits;
+      std::memcpy(&bits, slice.data + local + j, sizeof bits);
+      sum += mix64(global + static_cast<std::uint64_t>(j), bits);
+    }
+  });
   return sum;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ inline std::uint64_t mix64(std::uint64_t global_index, std::uint32_t float_bits)
   x ^= x >> 31;
   return x;
 }
+
+// Calls row(global, local, length) for each row of each box (its run along the last dimension,
+// contiguous in both arrays): the flat index of the row's first element in the global tensor and
+// in the local array, and its length.
+using RowVisitor = std::function<void(std::uint64_t global, std::uint64_t local, std::int64_t length)>;
+void for_each_row(const TensorSlice& slice, const RowVisitor& row);
 
 // Sum (mod 2^64) of mix64(global flat index, bits) over the elements of the slice's boxes. The
 // sum is order-independent, so the sums of ranks holding disjoint boxes add up to the checksum of

@@ -91,7 +91,8 @@ void choose_blas_core_or_restart(char** argv) {
   if (std::strstr(openblas_get_config(), "DYNAMIC_ARCH") == nullptr) return;  // one core compiled in
   const std::string chosen = openblas_get_corename();
   bool amd = false;
-  const std::string better = better_blas_core(chosen, cpu_flags(amd), amd);
+  const std::set<std::string> flags = cpu_flags(amd);  // before amd is read: argument order is unspecified
+  const std::string better = better_blas_core(chosen, flags, amd);
   if (better.empty()) return;
   setenv("OPENBLAS_CORETYPE", better.c_str(), 1);
   setenv(kFellBackFrom, chosen.c_str(), 1);

@@ -11,6 +11,7 @@
 #include "io/parallel_checkpoint.hpp"
 #include "model/families.hpp"
 #include "model/transformer.hpp"
+#include "train/hf_init.hpp"
 
 namespace trident {
 
@@ -57,11 +58,12 @@ HostFloatBuffer host_view(const FloatBuffer& buffer) {
 
 // The datasets of the file (every group, every tensor) and this rank's boxes of each: those it
 // writes, or with `reading` those it needs.
+// The model's alone with `model_only` (checkpoint.init).
 std::vector<TensorSlice> slices(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, HostState& host,
-                                bool reading, std::vector<bool>* counted = nullptr) {
+                                bool reading, std::vector<bool>* counted = nullptr, bool model_only = false) {
   const ParamStore layout = whole_model_layout(deck.model);
   std::vector<TensorSlice> out;
-  for (int g = 0; g < 3; ++g) {
+  for (int g = 0; g < (model_only ? 1 : 3); ++g) {
     for (const ParamTensor& whole : layout.tensors()) {
       TensorSlice slice;
       slice.path = std::string(kGroups[g]) + "/" + dataset_name(whole.name);
@@ -120,6 +122,34 @@ Attributes checkpoint_attributes(const Deck& deck, int step, const DataPosition&
           {"deck", deck.text}};
 }
 
+// checkpoint.init's weights into params (the moments stay zero): a trident checkpoint's /model,
+// its checksums verified, or with kHfPrefix a Hugging Face folder's safetensors (train/hf_init).
+void load_initial_weights(const Deck& deck, const ProcessGrid& grid, ParamStore& params, std::ostream& log) {
+  const std::string& init = deck.checkpoint.init;
+  if (init.empty()) return;
+  const double start = MPI_Wtime();
+  HostState host{Kokkos::create_mirror_view(params.values), {}, {}};
+  std::vector<bool> counted;
+  std::vector<TensorSlice> wanted = slices(deck, grid, params, host, true, &counted, true);
+  std::string source;
+  if (init.starts_with(kHfPrefix)) {
+    source = read_hf_folder(init.substr(kHfPrefix.size()), deck.model, wanted);
+  } else {
+    try {
+      const CheckpointHeader header =
+          checkpoint_header(read_checkpoint_collective(MPI_COMM_WORLD, init, wanted, counted), init);
+      source = "step " + std::to_string(header.step) + " of grid " + header.grid + " " +
+               transfer_summary(init, MPI_Wtime() - start);
+    } catch (const CheckpointError& error) {
+      throw InputError(std::string(error.what()) + "; fix checkpoint.init");
+    }
+  }
+  Kokkos::deep_copy(params.values, host.values);
+  params.refresh_bf16_copy();
+  if (grid.world_rank == 0)
+    log << "  init    " << init << " (" << source << ", " << MPI_Wtime() - start << " s): AdamW starts at zero\n";
+}
+
 }  // namespace
 
 std::int64_t checkpoint_bytes(const Deck& deck) {
@@ -155,7 +185,10 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
 
 int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,
                            const DataPosition& data, std::ostream& log) {
-  if (deck.checkpoint.resume == CheckpointConfig::Resume::none) return 0;
+  if (deck.checkpoint.resume == CheckpointConfig::Resume::none) {
+    load_initial_weights(deck, grid, params, log);
+    return 0;
+  }
   const bool automatic = deck.checkpoint.resume == CheckpointConfig::Resume::newest;
   const std::vector<std::string> candidates = automatic ? checkpoint_candidates(checkpoint_dir(deck))
                                                         : std::vector<std::string>{deck.checkpoint.resume_file};
@@ -193,6 +226,7 @@ int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore
   if (!candidates.empty())
     throw InputError("no valid checkpoint in " + checkpoint_dir(deck) + ":" + problems +
                      "\nremove or repair them, or start fresh with --set checkpoint.resume=none");
+  load_initial_weights(deck, grid, params, log);
   return 0;
 }
 

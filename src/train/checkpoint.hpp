@@ -41,7 +41,8 @@ void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore
 
 // Collective over the world. Loads the checkpoint that checkpoint.resume names into params and
 // the optimizer and returns its step; 0 when there is nothing to resume ("none", or "auto" with
-// no checkpoint yet). "auto" trusts `latest` and falls back to older complete checkpoints with a
+// no checkpoint yet), having then loaded checkpoint.init's weights where it names some (a trident
+// checkpoint's model, or "hf:DIR"; the moments stay zero; InputError when they cannot be read). "auto" trusts `latest` and falls back to older complete checkpoints with a
 // warning naming the problem (checksum, shape, missing dataset, unreadable file); throws
 // InputError when checkpoints exist but none is valid, or when an explicit path fails to load.
 int resume_from_checkpoint(const Deck& deck, const ProcessGrid& grid, ParamStore& params, Optimizer& optimizer,

@@ -107,12 +107,26 @@ def test_encode_writes_the_deck_that_reads_its_shards(tokenizer, tmp_path):
     assert np.all(np.isfinite(read_steps(tmp_path / "run")["loss"]))
 
 
+def test_a_hugging_face_folder_gives_its_tokenizer_models_shards(tokenizer, tmp_path):
+    """--tokenizer DIR reads DIR/tokenizer.model, as Hugging Face lays out Llama 2's and Mixtral's."""
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "tokenizer.model").write_bytes(tokenizer.read_bytes())
+    (folder / "config.json").write_text("{}")
+    for name, source in (("direct", tokenizer), ("folder", folder)):
+        tool("encode", FILES[0], "--separator", "%", "--tokenizer", source, "-o", tmp_path / name, "--name", "f")
+    direct, from_folder = sorted((tmp_path / "direct").glob("*.bin")), sorted((tmp_path / "folder").glob("*.bin"))
+    assert len(direct) == len(from_folder) > 0
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(direct, from_folder))
+
+
 @pytest.mark.parametrize("case, message", [
     ("missing_file", "no such file"),
     ("empty_corpus", "no text"),
     ("vocab_too_small", "too small"),
     ("deck_vocab_smaller", "model.vocab = 256"),
     ("bad_jsonl_midway", "not a JSON object"),
+    ("hf_folder_without_sentencepiece", "no tokenizer.model"),
 ])
 def test_bad_input_is_one_line_exit_2_and_leaves_no_shard(tokenizer, tmp_path, case, message):
     out = tmp_path / "out"
@@ -122,6 +136,9 @@ def test_bad_input_is_one_line_exit_2_and_leaves_no_shard(tokenizer, tmp_path, c
     deck.write_text("[model]\nvocab = 256\n")
     broken = tmp_path / "docs.jsonl"
     broken.write_text('{"text": "a fortune"}\n' * 3000 + "not json\n")
+    hf_folder = tmp_path / "hf"
+    hf_folder.mkdir()
+    (hf_folder / "tokenizer.json").write_text("{}")
     encode = ("encode", "--tokenizer", tokenizer, "-o", out, "--shard-tokens", 1000)
     args = {
         "missing_file": encode + (tmp_path / "nowhere.txt",),
@@ -129,6 +146,7 @@ def test_bad_input_is_one_line_exit_2_and_leaves_no_shard(tokenizer, tmp_path, c
         "vocab_too_small": ("tokenizer", FILES[0], "--vocab-size", 100, "-o", tmp_path / "tiny"),
         "deck_vocab_smaller": encode + (FILES[0], "--deck", deck),
         "bad_jsonl_midway": encode + (broken,),
+        "hf_folder_without_sentencepiece": ("encode", "--tokenizer", hf_folder, "-o", out, FILES[0]),
     }[case]
     proc = tool(*args, expect=2)
     errors = [line for line in proc.stderr.splitlines() if not line.startswith("encode [")]  # the progress bar

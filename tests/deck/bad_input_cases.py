@@ -148,6 +148,8 @@ DECK_CASES = [
     ("checkpoint_keep_zero", {"checkpoint.keep": "0"}, ["checkpoint.keep", "at least 1"]),
     ("checkpoint_on_failure_typo", {"checkpoint.on_failure": '"contine"'}, ["checkpoint.on_failure", "did you mean \"continue\""]),
     ("resume_missing", {"checkpoint.resume": '"step_00000009.h5"'}, ["checkpoint.resume", '"auto"']),
+    ("init_folder_missing", {"checkpoint.init": '"hf:no/such/model"'}, ["checkpoint.init", "no such folder"]),
+    ("init_file_missing", {"checkpoint.init": '"gpt2.h5"'}, ["checkpoint.init", "trident-post import"]),
     ("output_dir_empty", {"output.dir": '""'}, ["output.dir", "must not be empty"]),
     ("log_every_zero", {"output.log_every": "0"}, ["output.log_every", "at least 1"]),
     ("key_in_wrong_section", {"model.lr": "1e-3"}, ["model.lr", "did you mean `train.lr`?"]),
@@ -258,12 +260,16 @@ def empty_llmc_shard(path):
 
 @pytest.mark.parametrize("deck", sorted(INPUT_DECKS.glob("*.toml")), ids=lambda path: path.name)
 def test_ready_deck_is_valid(trident, tmp_path, deck):
+    # What the user prepares first (fortunes-llama.toml's shards, finetune-llama.toml's model folder)
+    # is stood in for, one refusal at a time: the rest must hold.
+    shard = empty_llmc_shard(tmp_path / "empty.bin")
+    stand_ins = {"matches no file": ["--set", f"data.path={shard}", "--set", f"eval.path={shard}"],
+                 "checkpoint.init: no such folder": ["--set", "checkpoint.init="]}
+    overrides = []
     result = run_trident(trident, ["check", str(deck)], tmp_path)
-    if result.returncode == EXIT_BAD_INPUT and "matches no file" in result.stderr:
-        # Its shards are prepared by the user first (fortunes-llama.toml): the rest must hold.
-        shard = empty_llmc_shard(tmp_path / "empty.bin")
-        result = run_trident(trident, ["check", str(deck), "--set", f"data.path={shard}",
-                                       "--set", f"eval.path={shard}"], tmp_path)
+    while result.returncode == EXIT_BAD_INPUT and any(k in result.stderr for k in stand_ins):
+        overrides += stand_ins.pop(next(k for k in stand_ins if k in result.stderr))
+        result = run_trident(trident, ["check", str(deck), *overrides], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "schedule " in result.stdout, result.stdout
 

@@ -8,6 +8,7 @@ and sequence j of step s is window ((s − 1)·G + j) mod N for a global batch o
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -28,11 +29,26 @@ SMALL = ("model.layers=2", "model.d_model=32", "model.heads=4", "model.kv_heads=
          "checkpoint.every=2", "output.log_every=1")
 
 
-def export(checkpoint, out):
-    result = subprocess.run([sys.executable, str(POST), "export", str(checkpoint), "-o", str(out)],
+def read_safetensors(path):
+    """{name: tensor} of a safetensors file, parsed here from the published layout (F32 only)."""
+    raw = path.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + length])
+    header.pop("__metadata__", None)
+    data = raw[8 + length:]
+    assert all(entry["dtype"] == "F32" for entry in header.values())
+    return {name: torch.from_numpy(np.frombuffer(data[e["data_offsets"][0]:e["data_offsets"][1]], dtype="<f4")
+                                   .reshape(e["shape"]).copy()) for name, e in header.items()}
+
+
+def export(checkpoint, out, *options):
+    """Exports; returns config.json and the state dict (pytorch_model.bin with --format bin, else
+    model.safetensors)."""
+    result = subprocess.run([sys.executable, str(POST), "export", str(checkpoint), "-o", str(out), *options],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    return json.loads((out / "config.json").read_text()), torch.load(out / "pytorch_model.bin")
+    state = torch.load(out / "pytorch_model.bin") if "bin" in options else read_safetensors(out / "model.safetensors")
+    return json.loads((out / "config.json").read_text()), state
 
 
 def batch(tokens, step, global_batch):
@@ -100,7 +116,7 @@ def test_mixture_with_dense_layers_is_not_exported(trident_run, tmp_path):
 
 def test_gpt2_export_uses_gpt2_names_and_a_tied_head(trident_run, tmp_path):
     _, run_dir = trident_run("train.steps=1", "model.layers=1")
-    config, state = export(run_dir, tmp_path / "hf")
+    config, state = export(run_dir, tmp_path / "hf", "--format", "bin")
     assert config["architectures"] == ["GPT2LMHeadModel"] and config["tie_word_embeddings"] is True
     assert torch.equal(state["lm_head.weight"], state["transformer.wte.weight"])
     assert tuple(state["transformer.h.0.attn.c_attn.weight"].shape) == (64, 192)  # Conv1D [C, 3C]

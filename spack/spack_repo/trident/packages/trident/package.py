@@ -44,6 +44,8 @@ class Trident(CMakePackage, CudaPackage):
     # Checked with Kokkos 4.6.1 (Serial backend) and a 4.6.99 snapshot with CUDA 13 (compiled only).
     depends_on("kokkos@4:")
     depends_on("tomlplusplus")
+    # Header-only (safetensors headers, config.json of checkpoint.init = "hf:DIR"): needed to compile only.
+    depends_on("nlohmann-json", type="build")
     # cmake/TridentBlas.cmake needs cblas.h and prefers OpenBLAS (BLA_VENDOR defaults to OpenBLAS).
     depends_on("blas")
     # find_package(GTest) runs at configure time when the tests are enabled, hence "build" too.

@@ -386,7 +386,7 @@ void check_checkpoint(const Deck& deck, const KeyLocations& where) {
   const std::string& init = deck.checkpoint.init;
   if (init.starts_with(kHfPrefix) && !std::filesystem::is_directory(init.substr(kHfPrefix.size()), ignored)) {
     where.fail("checkpoint.init", "checkpoint.init: no such folder: " + init.substr(kHfPrefix.size()) +
-                                      "; \"hf:DIR\" names a Hugging Face model folder (config.json and safetensors)");
+                                      "; \"hf:DIR\" names a Hugging Face model folder (config.json and its weights)");
   }
   if (!init.empty() && !init.starts_with(kHfPrefix) && !std::filesystem::is_regular_file(init, ignored)) {
     where.fail("checkpoint.init", "checkpoint.init: no such checkpoint: " + init +

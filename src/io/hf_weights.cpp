@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "io/safetensors.hpp"
+#include "io/torch_file.hpp"
 
 namespace trident {
 
@@ -13,8 +15,19 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kSingleFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
+// The layouts Hugging Face writes, in the order from_pretrained prefers them: one file, or an index
+// of shards (weight_map: tensor -> file).
+struct Layout {
+  const char* single;
+  const char* index;
+};
+constexpr Layout kLayouts[] = {{"model.safetensors", "model.safetensors.index.json"},
+                               {"pytorch_model.bin", "pytorch_model.bin.index.json"}};
+
+std::unique_ptr<TensorFile> open_weights(const std::string& path) {
+  if (path.ends_with(".safetensors")) return std::make_unique<SafetensorsFile>(path);
+  return std::make_unique<TorchFile>(path);
+}
 
 std::string join(const std::string& dir, const std::string& file) { return (fs::path(dir) / file).string(); }
 
@@ -28,12 +41,9 @@ bool present(const std::string& path) {
 }
 
 [[noreturn]] void reject_folder_without_weights(const std::string& dir) {
-  if (present(join(dir, "pytorch_model.bin")) || present(join(dir, "pytorch_model.bin.index.json")))
-    reject(dir, std::string("holds PyTorch weights (pytorch_model.bin), not ") + kSingleFile +
-                    ": trident reads safetensors directly. Convert them with `trident-post import " + dir +
-                    " --deck DECK --out FILE.h5`, then set checkpoint.init = \"FILE.h5\"");
   if (std::error_code ignored; !fs::is_directory(dir, ignored)) reject(dir, "is not a directory");
-  reject(dir, std::string("holds neither ") + kSingleFile + " nor " + kIndexFile);
+  reject(dir, "holds no weights: neither model.safetensors, model.safetensors.index.json, pytorch_model.bin nor "
+              "pytorch_model.bin.index.json");
 }
 
 json read_json_object(const std::string& path) {
@@ -52,14 +62,18 @@ json read_json_object(const std::string& path) {
 }  // namespace
 
 HfWeights::HfWeights(const std::string& dir) : dir_(dir) {
-  if (present(join(dir, kSingleFile))) {
-    shards_.emplace_back(join(dir, kSingleFile));
-    for (const auto& entry : shards_.front().tensors()) shard_of_.emplace(entry.first, 0);
-  } else if (present(join(dir, kIndexFile))) {
-    open_index(join(dir, kIndexFile));
-  } else {
-    reject_folder_without_weights(dir);
+  for (const Layout& layout : kLayouts) {
+    if (present(join(dir, layout.single))) {
+      shards_.push_back(open_weights(join(dir, layout.single)));
+      for (const auto& entry : shards_.front()->tensors()) shard_of_.emplace(entry.first, 0);
+      return;
+    }
+    if (present(join(dir, layout.index))) {
+      open_index(join(dir, layout.index));
+      return;
+    }
   }
+  reject_folder_without_weights(dir);
 }
 
 // Opens each shard the index names once, and checks it holds the tensors mapped to it.
@@ -78,9 +92,9 @@ void HfWeights::open_index(const std::string& index) {
       if (!present(path))
         throw InputError("'" + index + "' names shard '" + shard + "' (for tensor '" + name + "'), but '" + path +
                          "' does not exist: an incomplete download?");
-      shards_.emplace_back(path);
+      shards_.push_back(open_weights(path));
     }
-    if (!shards_[at->second].tensors().contains(name))
+    if (!shards_[at->second]->tensors().contains(name))
       throw InputError("'" + index + "' maps tensor '" + name + "' to '" + shard + "', but '" + path +
                        "' holds no such tensor");
     shard_of_.emplace(name, at->second);
@@ -93,10 +107,10 @@ std::vector<std::string> HfWeights::names() const {
   return names;
 }
 
-const SafetensorsFile& HfWeights::shard(const std::string& name) const {
+const TensorFile& HfWeights::shard(const std::string& name) const {
   const auto found = shard_of_.find(name);
   if (found == shard_of_.end()) reject(dir_, "has no tensor '" + name + "'");
-  return shards_[found->second];
+  return *shards_[found->second];
 }
 
 std::vector<std::int64_t> HfWeights::shape(const std::string& name) const {

@@ -1,6 +1,7 @@
 // Starting from published weights (checkpoint.init = "hf:DIR"): a Hugging Face model folder's
 // config.json is compared with the deck's model, then every rank reads the boxes of its own shards
-// straight from the folder's safetensors (io/hf_weights), as it reads a trident checkpoint's.
+// straight from the folder's safetensors or torch.save files (io/hf_weights), as it reads a trident
+// checkpoint's.
 #pragma once
 
 #include <map>

@@ -259,11 +259,12 @@ TEST(HfWeights, RefusesAMissingShardOrATensorAbsentFromItsShard) {
                   {"model.safetensors.index.json", "model-00001-of-00002.safetensors", "'b'", "holds no such tensor"});
 }
 
-TEST(HfWeights, SendsAPytorchFolderToTridentPostImport) {
+// Files torch.save writes are read in tests/postprocess/test_hf_import.py (written there by torch).
+TEST(HfWeights, NamesAPytorchFileThatIsNotATorchSaveArchive) {
   TempDir tmp;
-  write(tmp.file("pytorch_model.bin"), "not read");
+  write(tmp.file("pytorch_model.bin"), "\x80\x02 a pickle of the legacy format");
   expect_mentions(input_error([&] { HfWeights weights(tmp.dir()); }),
-                  {tmp.dir(), "reads safetensors directly", "trident-post import " + tmp.dir(), "checkpoint.init"});
+                  {tmp.file("pytorch_model.bin"), "not a zip archive", "before PyTorch 1.6"});
 }
 
 TEST(HfWeights, RefusesAFolderWithoutWeights) {

@@ -147,8 +147,8 @@ def test_llama_folder_of_shards_trains_from_hf_dir(trident_run, tmp_path):
 
 
 def test_mixtral_folder_trains_with_experts_split(trident_run, tmp_path):
-    """A MixtralForCausalLM state dict as one safetensors file, read in place by 2 ranks holding 2 of
-    the 4 experts each (ep 2): step 1's cross-entropy is the float64 Mixtral's."""
+    """A MixtralForCausalLM state dict in bf16 (torch.save's BFloat16Storage), read in place by 2 ranks
+    holding 2 of the 4 experts each (ep 2): step 1's cross-entropy is the float64 Mixtral's."""
     rng, E, Fe = np.random.default_rng(6), 4, 24
     state = llama_state(rng, 256)
     for i in range(L):
@@ -162,8 +162,8 @@ def test_mixtral_folder_trains_with_experts_split(trident_run, tmp_path):
                                                                          .astype(np.float32))
     folder = tmp_path / "hf"
     folder.mkdir()
-    compose_safetensors(folder / "model.safetensors",
-                        {n: ("F32", v.shape, v.numpy().tobytes()) for n, v in state.items()})
+    state = {n: v.to(torch.bfloat16) for n, v in state.items()}  # as published: bf16 storages
+    torch.save(state, folder / "pytorch_model.bin")
     (folder / "config.json").write_text(json.dumps(llama_config(256, model_type="mixtral", intermediate_size=Fe,
                                                                 num_local_experts=E, num_experts_per_tok=2)))
     tokens = rng.integers(0, 256, size=3000).astype(np.uint8)
@@ -202,7 +202,8 @@ def gpt2_folder(folder, rng, positions):
 
 
 def test_gpt2_bin_imports_and_trains_on_a_grid(trident_run, tmp_path):
-    """pytorch_model.bin through `trident-post import`, then checkpoint.init on tp 2 x pp 2."""
+    """pytorch_model.bin through `trident-post import`, then checkpoint.init on tp 2 x pp 2; and the
+    same weights sharded in torch.save files that the ranks read in place ("hf:DIR")."""
     rng = np.random.default_rng(4)
     params = gpt2_folder(tmp_path / "hf", rng, positions=2 * T)
     deck = tmp_path / "deck.toml"
@@ -218,6 +219,22 @@ def test_gpt2_bin_imports_and_trains_on_a_grid(trident_run, tmp_path):
     reference["wpe.weight"] = reference["wpe.weight"][:T]
     with torch.no_grad():
         want = gpt2_loss(*first_batch(tokens, MBS * M), reference, {"layers": L, "heads": H}).item()
+    got = read_steps(run_dir)["loss"][0]
+    assert abs(got - want) < 1e-5 * want, (got, want)
+
+    # The same weights as two torch.save shards with pytorch_model.bin.index.json, read in place.
+    state = torch.load(tmp_path / "hf" / "pytorch_model.bin")
+    sharded = tmp_path / "hf-sharded"
+    sharded.mkdir()
+    names = sorted(state)
+    halves = {"pytorch_model-00001-of-00002.bin": names[::2], "pytorch_model-00002-of-00002.bin": names[1::2]}
+    for file, part in halves.items():
+        torch.save({n: state[n].clone() for n in part}, sharded / file)
+    (sharded / "pytorch_model.bin.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {n: file for file, part in halves.items() for n in part}}))
+    (sharded / "config.json").write_text((tmp_path / "hf" / "config.json").read_text())
+    _, run_dir = trident_run(*GPT2_SHAPE, *BATCH, "data.kind=text", f"data.path={tmp_path / 'corpus.txt'}",
+                             f"checkpoint.init=hf:{sharded}", "parallel.tp=2", ranks=2)
     got = read_steps(run_dir)["loss"][0]
     assert abs(got - want) < 1e-5 * want, (got, want)
 

@@ -1,6 +1,7 @@
-// libFuzzer target: the safetensors reader (checkpoint.init = "hf:DIR"). The input is the file; a
-// file the reader accepts has each of its float tensors read whole. A bad file must end in
-// InputError; anything else (a crash, a read past the map, an overflow) is a bug.
+// libFuzzer target: the readers of Hugging Face weight files (checkpoint.init = "hf:DIR"). The input
+// is the file: a zip (starting "PK") goes to the torch.save reader (zip directory, pickle), anything
+// else to the safetensors reader. A file a reader accepts has each of its float tensors read whole.
+// A bad file must end in InputError; anything else (a crash, a read past the map, an overflow) is a bug.
 #include <unistd.h>
 
 #include <cstddef>
@@ -11,12 +12,13 @@
 
 #include "common/error.hpp"
 #include "io/safetensors.hpp"
+#include "io/torch_file.hpp"
 
 namespace {
 
 constexpr std::int64_t kMostElementsRead = 1 << 20;  // a header may claim more than fits in memory
 
-void read_float_tensors(const trident::SafetensorsFile& file) {
+void read_float_tensors(const trident::TensorFile& file) {
   for (const auto& [name, tensor] : file.tensors()) {
     trident::TensorSlice slice;
     slice.path = name;
@@ -38,11 +40,14 @@ void read_float_tensors(const trident::SafetensorsFile& file) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = "/tmp/trident_fuzz_safetensors_" + std::to_string(getpid());
+  static const std::string path = "/tmp/trident_fuzz_weight_files_" + std::to_string(getpid());
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   try {
-    read_float_tensors(trident::SafetensorsFile(path));
+    if (size >= 2 && data[0] == 'P' && data[1] == 'K')
+      read_float_tensors(trident::TorchFile(path));
+    else
+      read_float_tensors(trident::SafetensorsFile(path));
   } catch (const trident::InputError&) {
   }
   return 0;

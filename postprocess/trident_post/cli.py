@@ -6,7 +6,7 @@ from command_line import subcommand_parser
 from . import __version__
 from .timeline import PostError
 
-SUBCOMMANDS = ("gantt", "bubble", "trace", "curves", "ckpt", "export", "hf_import", "compare")
+SUBCOMMANDS = ("gantt", "bubble", "trace", "curves", "stragglers", "ckpt", "export", "hf_import", "compare")
 
 DESCRIPTION = """Post-processing for trident runs. RUN is a run directory (the deck's output.dir, holding
 timeline.h5 and checkpoints/) or a timeline.h5 file."""
@@ -16,6 +16,7 @@ EPILOG = """examples:
   trident-post bubble  runs/tiny                         busy/idle per stage, bubble vs theory
   trident-post trace   runs/tiny -o trace.json           open in https://ui.perfetto.dev
   trident-post curves  runs/a runs/b -o curves.png       loss, lr, grad norm, tokens/s
+  trident-post stragglers runs/big -o s.png              ranks slower than their stage's peers
   trident-post ckpt    runs/tiny/checkpoints/step_00000020.h5
   trident-post ckpt --to-torch runs/tiny/checkpoints/step_00000020.h5 model.pt
   trident-post export  runs/llama-tiny -o llama-hf          Hugging Face folder (from_pretrained)

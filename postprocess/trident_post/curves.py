@@ -4,7 +4,7 @@
 runs compute nothing, so their loss and gradient norm are left out."""
 import numpy as np
 
-from .figure import check_size, new_figure, save
+from .figure import add_size_arguments, check_size, new_figure, save
 from .timeline import Timeline, unique_names
 
 HELP = "loss, lr, grad norm, tokens/s vs step (PNG), several runs overlaid"
@@ -19,9 +19,7 @@ def add_parser(subparsers):
                               epilog="Example: trident-post curves runs/1f1b runs/zb -o curves.png")
     p.add_argument("runs", metavar="RUN", nargs="+", help="run directories (or their timeline.h5 files)")
     p.add_argument("-o", "--output", metavar="FILE.png", required=True, help="PNG file to write")
-    p.add_argument("--width", type=int, default=DEFAULT_WIDTH, help=f"image width in pixels (default {DEFAULT_WIDTH})")
-    p.add_argument("--height", type=int, default=DEFAULT_HEIGHT,
-                   help=f"image height in pixels (default {DEFAULT_HEIGHT})")
+    add_size_arguments(p, DEFAULT_WIDTH, DEFAULT_HEIGHT)
     p.add_argument("--log-loss", action="store_true", help="logarithmic loss axis")
     p.set_defaults(func=run)
     return p

@@ -51,6 +51,12 @@ def check_size(width, height):
             raise PostError(f"{name} {value}: give a size in pixels between 64 and 20000")
 
 
+def add_size_arguments(parser, width, height):
+    """--width and --height of a command's picture, with its defaults in pixels."""
+    parser.add_argument("--width", type=int, default=width, help=f"image width in pixels (default {width})")
+    parser.add_argument("--height", type=int, default=height, help=f"image height in pixels (default {height})")
+
+
 def new_figure(width, height):
     plt = pyplot()
     return plt.figure(figsize=(width / DPI, height / DPI), dpi=DPI)

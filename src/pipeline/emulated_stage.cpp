@@ -11,7 +11,7 @@ namespace trident {
 // Sleeping, not spinning: emulated ranks oversubscribe the cores, and a sleeping rank leaves its
 // core to the others, so every rank's action takes its nominal time. The sleep is cut into slices
 // between which the messages in flight advance, as a rank computing on a GPU would let them.
-void EmulatedStage::take_ms(double milliseconds) const {
+void sleep_advancing_messages(double milliseconds, const std::function<void()>& progress) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                    std::chrono::duration<double, std::milli>(milliseconds));
@@ -20,6 +20,8 @@ void EmulatedStage::take_ms(double milliseconds) const {
     if (progress) progress();
   }
 }
+
+void EmulatedStage::take_ms(double milliseconds) const { sleep_advancing_messages(milliseconds, progress); }
 
 EmulatedStage::EmulatedStage(const EmulateConfig& times) : times_(times) {}
 

@@ -8,6 +8,9 @@
 
 namespace trident {
 
+// Sleeps `milliseconds`, calling `progress` (when set) every 5 ms so that messages in flight advance.
+void sleep_advancing_messages(double milliseconds, const std::function<void()>& progress);
+
 class EmulatedStage : public StageCompute {
  public:
   explicit EmulatedStage(const EmulateConfig& times);

@@ -4,6 +4,7 @@
 #include "optim/adamw.hpp"
 #include "pipeline/emulated_stage.hpp"
 #include "pipeline/model_stage.hpp"
+#include "pipeline/slowed_stage.hpp"
 #include "pipeline/stage_chunks.hpp"
 #include "plan/buckets.hpp"
 
@@ -18,12 +19,21 @@ std::unique_ptr<Optimizer> make_optimizer(const Deck& deck, Transformer& model, 
 // What the model computes on: the real model, or the emulated actions of the deck's [emulate]
 // section. With the model, backward reports each gradient range as final through
 // `grads_ready` (data parallelism's hook), which starts reducing it while backward goes on.
-std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& model, const StepTokens& tokens,
-                                                 const Transformer::GradsReadyFn& grads_ready) {
+std::unique_ptr<StageCompute> make_model_or_emulation(const Deck& deck, Transformer& model, const StepTokens& tokens,
+                                                      const Transformer::GradsReadyFn& grads_ready) {
   if (deck.emulate.enabled) return std::make_unique<EmulatedStage>(deck.emulate);
   const float loss_scale = 1.0f / static_cast<float>(deck.tokens_per_step());
   return std::make_unique<ModelStage>(model, tokens.inputs, tokens.targets, tokens.positions, loss_scale,
                                       grads_ready);
+}
+
+// The same, slowed where the test-only TRIDENT_TEST_SLOW_RANK names this rank.
+std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& model, const StepTokens& tokens,
+                                                 const Transformer::GradsReadyFn& grads_ready, int world_rank) {
+  std::unique_ptr<StageCompute> compute = make_model_or_emulation(deck, model, tokens, grads_ready);
+  if (const std::optional<double> factor = test_slowdown_for(world_rank))
+    return std::make_unique<SlowedStage>(std::move(compute), *factor);
+  return compute;
 }
 
 }  // namespace
@@ -38,7 +48,7 @@ StageWork::StageWork(const Deck& deck, const Schedule& schedule, const ProcessGr
            deck.parallel.zero == 1, grid.expert_dp_group.get()),
       grad_norm(sync, grid),
       optimizer(make_optimizer(deck, model, sync)),
-      compute(make_stage_compute(deck, model, tokens, sync.hook())),
+      compute(make_stage_compute(deck, model, tokens, sync.hook(), grid.world_rank)),
       evaluator(deck.eval.enabled ? std::make_unique<Evaluator>(deck, schedule, grid, model, options) : nullptr),
       wte(model.tied_embedding()) {}
 

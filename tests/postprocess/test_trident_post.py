@@ -80,7 +80,7 @@ def png_size(path):
 
 def test_help_names_every_subcommand():
     out = post("--help").stdout
-    for command in ("gantt", "bubble", "trace", "curves", "ckpt", "compare"):
+    for command in ("gantt", "bubble", "trace", "curves", "stragglers", "ckpt", "export", "import", "compare"):
         assert command in out
         assert "usage: trident-post " + command in post(command, "--help").stdout
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <ostream>
 #include <vector>
 
@@ -138,8 +139,7 @@ void load_initial_weights(const Deck& deck, const ProcessGrid& grid, ParamStore&
     try {
       const CheckpointHeader header =
           checkpoint_header(read_checkpoint_collective(MPI_COMM_WORLD, init, wanted, counted), init);
-      source = "step " + std::to_string(header.step) + " of grid " + header.grid + " " +
-               transfer_summary(init, MPI_Wtime() - start);
+      source = "the model of step " + std::to_string(header.step) + ", written on grid " + header.grid;
     } catch (const CheckpointError& error) {
       throw InputError(std::string(error.what()) + "; fix checkpoint.init");
     }
@@ -147,7 +147,8 @@ void load_initial_weights(const Deck& deck, const ProcessGrid& grid, ParamStore&
   Kokkos::deep_copy(params.values, host.values);
   params.refresh_bf16_copy();
   if (grid.world_rank == 0)
-    log << "  init    " << init << " (" << source << ", " << MPI_Wtime() - start << " s): AdamW starts at zero\n";
+    log << "  init    " << init << " (" << source << ", read in " << std::fixed << std::setprecision(2)
+        << MPI_Wtime() - start << std::defaultfloat << " s): AdamW starts at zero\n";
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ std::string read_hf_folder(const std::string& dir, const ModelConfig& model, std
     elements += element_count(slice.global_shape);
   }
   for (const TensorSlice& slice : slices) weights.read(folder_key(weights, family, tensor_name(slice.path), dir), slice);
-  return std::to_string(slices.size()) + " tensors, " + std::to_string(elements) + " values";
+  return std::to_string(slices.size()) + " tensors, " + std::to_string(elements) + " values, config.json matching";
 }
 
 }  // namespace trident

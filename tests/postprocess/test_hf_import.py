@@ -221,6 +221,12 @@ def test_gpt2_bin_imports_and_trains_on_a_grid(trident_run, tmp_path):
         want = gpt2_loss(*first_batch(tokens, MBS * M), reference, {"layers": L, "heads": H}).item()
     got = read_steps(run_dir)["loss"][0]
     assert abs(got - want) < 1e-5 * want, (got, want)
+    # The imported checkpoint also resumes (its step 0, AdamW's moments zero) on another grid.
+    proc, run_dir = trident_run(*GPT2_SHAPE, *BATCH, "data.kind=text", f"data.path={tmp_path / 'corpus.txt'}",
+                                f"checkpoint.resume={tmp_path / 'init.h5'}", "parallel.tp=2", ranks=2)
+    assert "step 0, written on grid imported" in proc.stdout, proc.stdout
+    got = read_steps(run_dir)["loss"][0]
+    assert abs(got - want) < 1e-5 * want, (got, want)
 
     # The same weights as two torch.save shards with pytorch_model.bin.index.json, read in place.
     state = torch.load(tmp_path / "hf" / "pytorch_model.bin")

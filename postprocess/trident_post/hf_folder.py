@@ -4,8 +4,6 @@ sharded) read tensor by tensor as float32 under trident's names (DESIGN.md "Chec
 import json
 from pathlib import Path
 
-import numpy as np
-
 from .safetensors import SafetensorsFile
 from .timeline import PostError
 

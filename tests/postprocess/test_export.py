@@ -7,7 +7,6 @@ as DESIGN.md "Token data" fixes it: window w is tokens [w·T, w·T + T) with tar
 and sequence j of step s is window ((s − 1)·G + j) mod N for a global batch of G sequences.
 """
 import json
-import os
 import struct
 import subprocess
 import sys

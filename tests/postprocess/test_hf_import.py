@@ -11,7 +11,6 @@ import sys
 
 import h5py
 import numpy as np
-import pytest
 import torch
 
 from conftest import REPO, read_steps, run_trident

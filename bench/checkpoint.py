@@ -86,17 +86,31 @@ def timeline_overhead(args, env, ranks, deck, *overrides):
     return statistics.median(share), max(share), events / args.timeline_steps
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def checkpoint_bench_parser(description, dir_help):
+    """The options of the checkpoint benchmarks: the trident binary, mpirun, where the files go."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trident", default=str(REPO / "build" / "cpu" / "src" / "trident"))
     parser.add_argument("--mpirun", default="mpirun")
-    parser.add_argument("--dir", default=None, help="where checkpoints and the dd file go (default: the temp dir)")
+    parser.add_argument("--dir", default=None, help=f"{dir_help} (default: the temp dir)")
+    return parser
+
+
+def one_blas_thread_env(name, args):
+    """The environment of the benchmark's runs (one BLAS thread per rank, MPI as root); None, having
+    said why, when args.trident is missing."""
+    if not Path(args.trident).is_file():
+        print(f"{name}: no trident binary at {args.trident}: build it (scripts/setup)", file=sys.stderr)
+        return None
+    return dict(os.environ, OPENBLAS_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def main():
+    parser = checkpoint_bench_parser(__doc__, "where checkpoints and the dd file go")
     parser.add_argument("--timeline-steps", type=int, default=20)
     args = parser.parse_args()
-    if not Path(args.trident).is_file():
-        print(f"checkpoint: no trident binary at {args.trident}: build it (scripts/setup)", file=sys.stderr)
+    env = one_blas_thread_env("checkpoint", args)
+    if env is None:
         return 2
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     try:
         rows = checkpoint_rows(args, env)
         timelines = [("small, pp 2 (2 ranks)",

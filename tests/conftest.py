@@ -2,6 +2,7 @@
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -52,6 +53,16 @@ def trident_run(tmp_path):
     return run
 
 
+def post(*args, expect=0):
+    """Runs `trident-post ARGS` (matplotlib without a display) and returns the completed process once
+    it exited with `expect`."""
+    proc = subprocess.run([sys.executable, str(REPO / "postprocess" / "trident-post"), *map(str, args)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert proc.returncode == expect, (f"trident-post {' '.join(map(str, args))} exited {proc.returncode}, "
+                                       f"expected {expect}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
 def read_steps(run_dir):
     with h5py.File(run_dir / "timeline.h5", "r") as f:
         return {name: np.asarray(f["steps"][name]) for name in f["steps"]}
@@ -62,13 +73,14 @@ class TrainingJob:
     it trains: `with TrainingJob(out, ...) as job:`. Its output is read into job.stdout and
     job.stderr (lists of lines) as it comes; leaving the block kills the job if it still runs."""
 
-    def __init__(self, out, *overrides, ranks):
+    def __init__(self, out, *overrides, ranks, env=None):
         self.cmd = trident_command(out, *overrides, ranks=ranks)
+        self.env = env
         self.stdout, self.stderr = [], []
 
     def __enter__(self):
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, env=self.env)
         self._readers = [threading.Thread(target=lines.extend, args=(stream,), daemon=True)
                          for lines, stream in ((self.stdout, self.proc.stdout), (self.stderr, self.proc.stderr))]
         for reader in self._readers:

@@ -22,6 +22,8 @@ KIND_COLOURS = {
     "ALLREDUCE_DP": "#7b4ea3",
     "ALLREDUCE_EMB": "#b07aa1",
     "OPTIMIZER": "#606060",
+    "CKPT_BLOCKED": "#7f2704",
+    "CKPT_WRITE": "#17becf",
 }
 OTHER_COLOUR = "#9c9c9c"
 IDLE_COLOUR = "#ececec"
@@ -32,6 +34,7 @@ KIND_LABELS = {
     "ALLTOALL_EP": "all-to-all EP",
     "ALLREDUCE_DP": "all-reduce DP",
     "ALLREDUCE_EMB": "all-reduce tied wte", "OPTIMIZER": "optimizer",
+    "CKPT_BLOCKED": "checkpoint (training stopped)", "CKPT_WRITE": "checkpoint data written",
 }
 
 

@@ -1,16 +1,18 @@
 """`trident-post gantt RUN -o FILE.png`: the pipeline diagram of one step. One lane per rank,
 grouped by pipeline stage and labelled with its coordinates (r<rank> tp<tp> pp<pp> dp<dp>); a box
 per action or wait, coloured by kind (F, B, I, W full height; SEND/RECV waits thin; all-reduces
-half height; optimizer) and labelled with its micro-batch where it fits. The grey band behind the
-lanes spans the step's compute (first compute start to last compute end, all ranks): what shows of
-it is the bubble that trident measures."""
+half height; optimizer) and labelled with its micro-batch where it fits. A checkpoint's data being
+written in the background (checkpoint.async) is a thin strip along the bottom of the lane where it
+overlaps the step; with --checkpoints the picture extends to the stops for the step's checkpoint
+after it (CKPT_BLOCKED, full height). The grey band behind the lanes spans the step's compute (first compute start to last compute end,
+all ranks): what shows of it is the bubble that trident measures."""
 
 import numpy as np
 
 from .bubble import step_analysis
 from .figure import (DPI, IDLE_COLOUR, KIND_COLOURS, KIND_LABELS, OTHER_COLOUR, check_size, new_figure, save)
-from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, EP_ALLTOALL_KINDS, P2P_KINDS,
-                       TP_COLLECTIVE_KINDS, PostError, Timeline)
+from .timeline import (CHECKPOINT_BLOCKED, CHECKPOINT_WRITE, COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS,
+                       EP_ALLTOALL_KINDS, P2P_KINDS, TP_COLLECTIVE_KINDS, PostError, Timeline)
 
 HELP = "pipeline diagram (PNG) of one step: a lane per rank, boxes by kind, idle = bubble"
 
@@ -24,6 +26,9 @@ HEIGHTS = {k: 0.78 for k in COMPUTE_KINDS}
 HEIGHTS.update({k: 0.30 for k in P2P_KINDS})
 HEIGHTS.update({k: 0.50 for k in TP_COLLECTIVE_KINDS + CP_RING_KINDS + EP_ALLTOALL_KINDS + DP_COLLECTIVE_KINDS})
 HEIGHTS["OPTIMIZER"] = 0.78
+HEIGHTS[CHECKPOINT_BLOCKED] = 0.78
+HEIGHTS[CHECKPOINT_WRITE] = 0.14
+OFFSETS = {CHECKPOINT_WRITE: 0.40}  # below the lane's middle: the strip runs under the actions
 
 
 def add_parser(subparsers):
@@ -35,6 +40,8 @@ def add_parser(subparsers):
     p.add_argument("--width", type=int, default=DEFAULT_WIDTH, help=f"image width in pixels (default {DEFAULT_WIDTH})")
     p.add_argument("--height", type=int, default=None,
                    help=f"image height in pixels (default: {TOP_PX + BOTTOM_PX} + {LANE_PX} per rank lane)")
+    p.add_argument("--checkpoints", action="store_true",
+                   help="extend the picture to the step's checkpoint stops after it (default: the step's work only)")
     p.set_defaults(func=run)
     return p
 
@@ -52,10 +59,34 @@ def _label_width_px(text, font_pt):
     return len(text) * 0.62 * font_pt * DPI / 72 + 3
 
 
-def draw(tl, step, output, width, height=None):
+def events_to_draw(tl, step, checkpoints=False):
+    """The step's events and the checkpoint writes of any step that overlap its time, clipped to it;
+    with that time window (t0, t1): the step's work, and with `checkpoints` its checkpoint stops."""
+    ev = tl.step_events(step)
+    in_window = ~np.isin(ev["kind"], (CHECKPOINT_WRITE,) if checkpoints else (CHECKPOINT_WRITE, CHECKPOINT_BLOCKED))
+    if not in_window.any():
+        in_window = np.ones_like(in_window)
+    t0, t1 = float(ev["t_start"][in_window].min()), float(ev["t_end"][in_window].max())
+    if not checkpoints:
+        ev = {name: column[ev["kind"] != CHECKPOINT_BLOCKED] for name, column in ev.items()}
+    every = tl.events
+    overlapping = np.nonzero((every["kind"] == CHECKPOINT_WRITE) & (every["step"] != step) &
+                             (every["t_end"] > t0) & (every["t_start"] < t1))[0]
+    if len(overlapping):
+        ev = {name: np.concatenate([column, every[name][overlapping]]) for name, column in ev.items()}
+    writes = ev["kind"] == CHECKPOINT_WRITE
+    visible = ~writes | ((ev["t_end"] > t0) & (ev["t_start"] < t1))
+    ev = {name: column[visible] for name, column in ev.items()}
+    writes = ev["kind"] == CHECKPOINT_WRITE
+    ev["t_start"] = np.where(writes, np.maximum(ev["t_start"], t0), ev["t_start"])
+    ev["t_end"] = np.where(writes, np.minimum(ev["t_end"], t1), ev["t_end"])
+    return ev, t0, t1
+
+
+def draw(tl, step, output, width, height=None, checkpoints=False):
     check_size(width, height)
     analysis = step_analysis(tl, step)
-    ev = tl.step_events(step)
+    ev, t0, t_last = events_to_draw(tl, step, checkpoints)
     coords = tl.rank_coords()
     ranks = sorted(coords, key=lambda r: (coords[r][1], coords[r][2], coords[r][0], r))
     stages = sorted({coords[r][1] for r in ranks})
@@ -87,8 +118,6 @@ def draw(tl, step, output, width, height=None):
     fig = new_figure(width, height)
     ax = fig.add_axes([left_px / width, BOTTOM_PX / height, plot_px_w / width, plot_px_h / height])
 
-    t0 = float(ev["t_start"].min())
-    t_last = float(ev["t_end"].max())
     total_ms = max((t_last - t0) * 1e3, 1e-6)
     ax.set_xlim(0.0, total_ms)
     ax.set_ylim(y_extent, 0.0)
@@ -116,7 +145,8 @@ def draw(tl, step, output, width, height=None):
             sel = (kinds == kind) & (ev["rank"] == r)
             if not sel.any():
                 continue
-            ax.broken_barh(list(zip(start_ms[sel], dur_ms[sel])), (lane_y[r] + 0.5 - h / 2, h), facecolors=colour,
+            ax.broken_barh(list(zip(start_ms[sel], dur_ms[sel])), (lane_y[r] + 0.5 + OFFSETS.get(kind, 0) - h / 2, h),
+                           facecolors=colour,
                            edgecolor="white" if edge_w else "none", linewidth=edge_w, zorder=2)
 
     _label_boxes(ax, ev, lane_y, ranks, start_ms, dur_ms, ms_per_px, font_pt, lane_px, tl.v)
@@ -217,6 +247,6 @@ def _darker(colour):
 def run(args):
     tl = Timeline(args.run)
     step = tl.resolve_step(args.step)
-    width, height = draw(tl, step, args.output, args.width, args.height)
+    width, height = draw(tl, step, args.output, args.width, args.height, args.checkpoints)
     print(f"{args.output}: step {step} of {tl.describe()} ({width}x{height} px)")
     return 0

@@ -19,6 +19,7 @@ CP_RING_KINDS = ("RING_CP",)  # ring attention's hops of an action, merged as th
 EP_ALLTOALL_KINDS = ("ALLTOALL_EP",)  # a mixture's expert-parallel all-to-alls of an action, likewise
 DP_COLLECTIVE_KINDS = ("ALLREDUCE_DP", "ALLREDUCE_EMB")
 OPTIMIZER_KINDS = ("OPTIMIZER",)
+CHECKPOINT_WRITE, CHECKPOINT_BLOCKED = "CKPT_WRITE", "CKPT_BLOCKED"  # a save's data written; training stopped for it
 # Waits that the schedule could not hide behind compute (a rank records them only while it waits).
 COMMUNICATION_KINDS = P2P_KINDS + TP_COLLECTIVE_KINDS + CP_RING_KINDS + EP_ALLTOALL_KINDS + DP_COLLECTIVE_KINDS
 

@@ -3,15 +3,16 @@
 its tp/pp/dp coordinates and sorted by pipeline stage), one thread per stream so that no two events
 overlap on a track: compute (F, B, I, W), pipeline p2p (SEND, RECV), TP collectives (ALLREDUCE_TP,
 ALLGATHER_TP, REDUCE_SCATTER_TP), the CP ring (RING_CP), the EP all-to-alls (ALLTOALL_EP),
-DP collectives (ALLREDUCE_DP, ALLREDUCE_EMB), optimizer. Every event is a complete event (ph "X")
+DP collectives (ALLREDUCE_DP, ALLREDUCE_EMB), optimizer, checkpoints (CKPT_BLOCKED: training
+stopped for a save; CKPT_WRITE: its data written, under checkpoint.async beside the next steps). Every event is a complete event (ph "X")
 with ts and dur in microseconds; ts counts from the earliest event written."""
 import json
 import sys
 
 import numpy as np
 
-from .timeline import (COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS, EP_ALLTOALL_KINDS, OPTIMIZER_KINDS,
-                       P2P_KINDS, TP_COLLECTIVE_KINDS, PostError, Timeline)
+from .timeline import (CHECKPOINT_BLOCKED, CHECKPOINT_WRITE, COMPUTE_KINDS, CP_RING_KINDS, DP_COLLECTIVE_KINDS,
+                       EP_ALLTOALL_KINDS, OPTIMIZER_KINDS, P2P_KINDS, TP_COLLECTIVE_KINDS, PostError, Timeline)
 
 HELP = "Chrome trace event JSON (Perfetto): pid = rank, one tid per stream, microseconds"
 
@@ -24,8 +25,10 @@ STREAMS = (
     (5, "optimizer", OPTIMIZER_KINDS),
     (6, "CP ring", CP_RING_KINDS),
     (7, "EP all-to-all", EP_ALLTOALL_KINDS),
+    (8, "checkpoint: training stopped", (CHECKPOINT_BLOCKED,)),
+    (9, "checkpoint: data written", (CHECKPOINT_WRITE,)),
 )
-OTHER_TID = 8
+OTHER_TID = 10
 
 
 def tid_of(kind):

@@ -22,10 +22,14 @@ enum class EventKind : std::uint8_t {
   allreduce_dp,         // data-parallel gradient reduction not hidden behind backward
   allreduce_embedding,  // tied wte gradients summed over the first and last stage
   optimizer,
+  checkpoint_write,    // CKPT_WRITE: the rank's background thread writing its part of a checkpoint
+                       // (checkpoint.async; bytes: its data): the one kind that overlaps the rank's others
+  checkpoint_blocked,  // CKPT_BLOCKED: training stopped for a checkpoint: the whole save when synchronous
+                       // (bytes: the rank's data), the host copy and the wait and commit of a background one
 };
 
 // "F", "B", "I", "W", "SEND", "RECV", "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP", "RING_CP",
-// "ALLTOALL_EP", "ALLREDUCE_DP", "ALLREDUCE_EMB", "OPTIMIZER".
+// "ALLTOALL_EP", "ALLREDUCE_DP", "ALLREDUCE_EMB", "OPTIMIZER", "CKPT_WRITE", "CKPT_BLOCKED".
 const char* event_kind_name(EventKind kind);
 
 // True for F, B, I and W: the busy time the bubble is measured against.

@@ -134,6 +134,8 @@ struct CheckpointConfig {
   int every = 0;                     // 0 = only at the end
   int keep = 2;
   CheckpointFailure on_failure = CheckpointFailure::abort;
+  // Training goes on while a background thread writes the checkpoint's host copy (train/checkpoint_saver.hpp).
+  bool async = false;
   // The longest a checkpoint's collective file I/O may take before the watchdog ends the job (a
   // writer stopped or cut off); separate from schedule.timeout_s since a large checkpoint is slow.
   double timeout_s = 600.0;

@@ -288,6 +288,7 @@ std::vector<KeySpec> run_keys() {
     integer("checkpoint", "every", &Deck::checkpoint, &CheckpointConfig::every, 0),
     integer("checkpoint", "keep", &Deck::checkpoint, &CheckpointConfig::keep, 1),
     choice("checkpoint", "on_failure", &Deck::checkpoint, &CheckpointConfig::on_failure),
+    boolean("checkpoint", "async", &Deck::checkpoint, &CheckpointConfig::async),
     real("checkpoint", "timeout_s", &Deck::checkpoint, &CheckpointConfig::timeout_s, kPositive),
     resume_choice(),
     init_choice(),

@@ -22,6 +22,8 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::allreduce_dp: return "ALLREDUCE_DP";
     case EventKind::allreduce_embedding: return "ALLREDUCE_EMB";
     case EventKind::optimizer: return "OPTIMIZER";
+    case EventKind::checkpoint_write: return "CKPT_WRITE";
+    case EventKind::checkpoint_blocked: return "CKPT_BLOCKED";
   }
   // Only reachable through a cast of an out-of-range integer; keep the file writable anyway.
   return "UNKNOWN";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "kernels/copy.hpp"
 
@@ -21,17 +22,20 @@ void sleep_advancing_messages(double milliseconds, const std::function<void()>& 
   }
 }
 
-void EmulatedStage::take_ms(double milliseconds) const { sleep_advancing_messages(milliseconds, progress); }
-
-EmulatedStage::EmulatedStage(const EmulateConfig& times) : times_(times) {}
-
-void EmulatedStage::forward(int, int, const float*, float*) { take_ms(times_.forward_ms); }
-
-void EmulatedStage::backward(int, int, const float*, float*, WeightGrads weight_grads, bool) {
-  take_ms(weight_grads == WeightGrads::now ? times_.backward_ms : times_.input_grad_ms);
+void EmulatedStage::take_ms(int chunk, double milliseconds) const {
+  sleep_advancing_messages(milliseconds * chunk_scales_.at(static_cast<std::size_t>(chunk)), progress);
 }
 
-void EmulatedStage::weight_grad(int, int, bool) { take_ms(times_.weight_grad_ms); }
+EmulatedStage::EmulatedStage(const EmulateConfig& times, std::vector<double> chunk_scales)
+    : times_(times), chunk_scales_(std::move(chunk_scales)) {}
+
+void EmulatedStage::forward(int chunk, int, const float*, float*) { take_ms(chunk, times_.forward_ms); }
+
+void EmulatedStage::backward(int chunk, int, const float*, float*, WeightGrads weight_grads, bool) {
+  take_ms(chunk, weight_grads == WeightGrads::now ? times_.backward_ms : times_.input_grad_ms);
+}
+
+void EmulatedStage::weight_grad(int chunk, int, bool) { take_ms(chunk, times_.weight_grad_ms); }
 
 void EmulatedStage::take_loss_sum(double* total) { zero_doubles(total, 1); }
 

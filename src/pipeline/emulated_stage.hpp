@@ -3,6 +3,8 @@
 // with the simulator. The loss is 0 and no gradient changes.
 #pragma once
 
+#include <vector>
+
 #include "deck/config.hpp"
 #include "pipeline/stage_compute.hpp"
 
@@ -13,7 +15,8 @@ void sleep_advancing_messages(double milliseconds, const std::function<void()>& 
 
 class EmulatedStage : public StageCompute {
  public:
-  explicit EmulatedStage(const EmulateConfig& times);
+  // `chunk_scales`: each chunk's times over the deck's (its layers over those the deck gives it).
+  EmulatedStage(const EmulateConfig& times, std::vector<double> chunk_scales);
 
   void forward(int chunk, int microbatch, const float* input, float* output) override;
   void backward(int chunk, int microbatch, const float* output_grad, float* input_grad, WeightGrads weight_grads,
@@ -22,9 +25,10 @@ class EmulatedStage : public StageCompute {
   void take_loss_sum(double* total) override;
 
  private:
-  void take_ms(double milliseconds) const;
+  void take_ms(int chunk, double milliseconds) const;
 
   EmulateConfig times_;
+  std::vector<double> chunk_scales_;
 };
 
 }  // namespace trident

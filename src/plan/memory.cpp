@@ -296,6 +296,7 @@ RankMemory rank_memory(const Deck& deck, const std::vector<StageLayers>& stages,
   memory.grad_bytes = memory.weight_bytes;
   memory.optimizer_bytes = 2 * memory.weight_bytes;
   if (deck.train.precision == MatmulPrecision::bf16) memory.weight_copy_bytes = memory.weight_bytes / 2;
+  if (deck.checkpoint.async) memory.checkpoint_copy_bytes = 3 * memory.weight_bytes;
   if (deck.parallel.zero == 1) {  // sharded over the dp × cp replicas; experts over those holding them
     const int replicas = deck.parallel.dp * deck.parallel.cp;
     const auto dense = static_cast<std::size_t>(memory.weight_bytes / 4 - expert_floats);

@@ -73,6 +73,9 @@ struct RankMemory {
   std::int64_t optimizer_bytes = 0;  // AdamW m + v, of this rank's shard under ZeRO-1
   // ZeRO-1's reduced-gradient shard and padded staging copies (plan/buckets.hpp); 0 without it.
   std::int64_t zero1_bytes = 0;
+  // checkpoint.async: the host copy of the weights and the whole AdamW m and v that a background
+  // save writes from (train/checkpoint.hpp SaveBuffers); 0 without it.
+  std::int64_t checkpoint_copy_bytes = 0;
   // Stash of one micro-batch on every chunk of the rank (recompute: the chunks' inputs only).
   std::int64_t activation_bytes_per_microbatch = 0;
   // Micro-batches of a whole rank in flight at the peak (pipeline_theory.hpp); fractional for
@@ -102,8 +105,8 @@ struct RankMemory {
   // Not counted: the runtime (libraries, MPI's and the BLAS's buffers, the token data), about
   // 90-210 MiB per rank on this project's CPU machines (README.md, "Memory").
   std::int64_t total_bytes() const {
-    return weight_bytes + weight_copy_bytes + grad_bytes + optimizer_bytes + zero1_bytes + activation_bytes() +
-           workspace_bytes;
+    return weight_bytes + weight_copy_bytes + grad_bytes + optimizer_bytes + zero1_bytes + checkpoint_copy_bytes +
+           activation_bytes() + workspace_bytes;
   }
 };
 

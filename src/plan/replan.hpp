@@ -16,6 +16,15 @@
 
 namespace trident {
 
+// How much longer a virtual stage's slowest rank takes than its fastest (its TP and DP peers), by
+// the sum of their F, B, I and W means, and which world rank that is. From kStragglerFactor on,
+// re-planning treats the stage as that much slower per layer (a straggler), and may move layers off it.
+struct StageSlowdown {
+  double factor = 1.0;
+  int slowest_rank = -1;
+};
+inline constexpr double kStragglerFactor = 1.10;  // trident-post stragglers' default threshold too
+
 struct ReplanOptions {
   double memory_limit = 0.0;       // in micro-batches of a whole stage (0 = p, 1F1B's)
   double activation_budget = 0.5;  // v-half's
@@ -23,6 +32,9 @@ struct ReplanOptions {
   // The running split of the layers (one entry per virtual stage) when layers may move; empty when
   // they stay (one virtual stage, emulated stages whose costs do not follow their layers).
   std::vector<StageLayers> movable_partition;
+  // One per virtual stage, or empty (no stage slower than its peers). The measured costs are the
+  // slowest ranks'.
+  std::vector<StageSlowdown> slowdowns;
 };
 
 struct ReplanDecision {

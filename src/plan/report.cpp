@@ -321,6 +321,7 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
   out << "\nMemory per rank (fp32 weights, gradients, AdamW state and activations"
       << (bf16 ? ", and the weights' bf16 copy that the products read" : "")
       << (zero1 ? "; ZeRO-1: AdamW m+v of 1/dp of the parameters" : "")
+      << (deck.checkpoint.async ? "; checkpoint.async: the host copy a background save writes from" : "")
       << "; activations = in flight x stash per micro-batch"
       << (planned_schedule_splits_backward(deck) ? " + the output gradients kept from I until W" : "")
       << recomputed_memory_note(deck.schedule.recompute, deck.model.attention)
@@ -332,6 +333,7 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
   if (bf16) header.push_back("bf16 copy");
   header.insert(header.end(), {"grads", "AdamW m+v"});
   if (zero1) header.push_back("ZeRO-1 shard");
+  if (deck.checkpoint.async) header.push_back("save copy");
   header.insert(header.end(), {"act/micro-batch", "in flight", "activations", "workspace", "total"});
   TextTable table(header);
   for (int rank = 0; rank < deck.parallel.pp; ++rank) {
@@ -340,6 +342,7 @@ void print_memory(std::ostream& out, const Deck& deck, const std::vector<StageLa
     if (bf16) row.push_back(human_bytes(memory.weight_copy_bytes));
     row.insert(row.end(), {human_bytes(memory.grad_bytes), human_bytes(memory.optimizer_bytes)});
     if (zero1) row.push_back(human_bytes(memory.zero1_bytes));
+    if (deck.checkpoint.async) row.push_back(human_bytes(memory.checkpoint_copy_bytes));
     row.insert(row.end(), {human_bytes(memory.activation_bytes_per_microbatch),
                            count_text(memory.in_flight_microbatches), human_bytes(memory.activation_bytes()),
                            human_bytes(memory.workspace_bytes), human_bytes(memory.total_bytes())});

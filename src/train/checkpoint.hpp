@@ -6,10 +6,13 @@
 // verified over what the ranks read together.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "deck/config.hpp"
 #include "grid/process_grid.hpp"
@@ -35,9 +38,52 @@ struct CheckpointWriteError : std::runtime_error {
 
 // Collective over the world. Writes and commits <checkpoint dir>/step_XXXXXXXX.h5 (temporary
 // name, rename, `latest`) and keeps the newest checkpoint.keep files; CheckpointWriteError when
-// that fails, with `latest` and the previous checkpoints untouched.
-void save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, Optimizer& optimizer,
-                     int step, const DataPosition& data, std::ostream& log);
+// that fails, with `latest` and the previous checkpoints untouched. Returns the bytes of data this
+// rank wrote.
+std::int64_t save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params,
+                             Optimizer& optimizer, int step, const DataPosition& data, std::ostream& log);
+
+// The host memory a background save copies this rank's parameters and AdamW moments into; handed
+// from one save to the next, so that only the first pays for the allocation and its page faults.
+struct SaveBuffers {
+  HostFloatBuffer values, m, v;
+};
+
+// checkpoint.async: a save whose data a background thread writes while training goes on
+// (io/staged_checkpoint.hpp). The file and its commit are save_checkpoint's.
+class BackgroundSave {
+ public:
+  // Collective over the world: copies this rank's parameters and AdamW moments into `buffers`
+  // (reallocated where their sizes differ), creates the file and starts the thread, at a lower
+  // scheduling priority than training. CheckpointWriteError when the file cannot be created.
+  BackgroundSave(const Deck& deck, const ProcessGrid& grid, const ParamStore& params, Optimizer& optimizer, int step,
+                 const DataPosition& data, SaveBuffers buffers);
+  ~BackgroundSave();  // waits for the thread: a save that was not committed stays a *.tmp file
+  BackgroundSave(const BackgroundSave&) = delete;
+  BackgroundSave& operator=(const BackgroundSave&) = delete;
+
+  int step() const { return step_; }
+  bool written_here() const { return written_here_.load(); }  // this rank's thread is over
+  // After commit: this rank's bytes of data and when its thread wrote them (steady_seconds()).
+  std::int64_t bytes_written() const;
+  double write_start_s() const { return write_start_s_; }
+  double write_end_s() const { return write_end_s_; }
+  // Collective over the world: waits for this rank's thread, then commits the file; rank 0 logs
+  // it with the seconds training was blocked by the save. CheckpointWriteError as save_checkpoint.
+  void commit(std::ostream& log);
+  // After commit (or a failed one): the buffers, for the next save.
+  SaveBuffers release_buffers();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int step_;
+  double blocked_s_ = 0.0;  // the copies and the file's creation; then waiting and committing
+  double started_;          // MPI_Wtime
+  double write_start_s_ = 0.0, write_end_s_ = 0.0;  // set by the thread
+  std::atomic<bool> written_here_{false};
+  std::thread writer_;
+};
 
 // Collective over the world. Loads the checkpoint that checkpoint.resume names into params and
 // the optimizer and returns its step; 0 when there is nothing to resume ("none", or "auto" with

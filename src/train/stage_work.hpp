@@ -25,9 +25,11 @@ namespace trident {
 
 struct StageWork {
   // deck, grid and tokens must outlive this; `options` as the training's executor has them.
+  // `deck_partition`: the split the deck gives, which [emulate]'s times are for (an emulated chunk
+  // with more or fewer layers in `partition` sleeps in proportion).
   StageWork(const Deck& deck, const Schedule& schedule, const ProcessGrid& grid,
-            const std::vector<StageLayers>& partition, const StepTokens& tokens,
-            const PipelineExecutor::Options& options);
+            const std::vector<StageLayers>& partition, const std::vector<StageLayers>& deck_partition,
+            const StepTokens& tokens, const PipelineExecutor::Options& options);
 
   Transformer model;
   GradientSync sync;

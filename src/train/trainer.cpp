@@ -35,6 +35,7 @@
 #include "schedule/schedule.hpp"
 #include "plan/schedule_report.hpp"
 #include "train/checkpoint.hpp"
+#include "train/checkpoint_saver.hpp"
 #include "train/checkpoint_space.hpp"
 #include "train/clock_sync.hpp"
 #include "train/event_log.hpp"
@@ -132,12 +133,13 @@ struct Trainer::State {
         windows(load_tokens(d.data, d.model.vocab, d.train.seed), d.model.seq_len, d.schedule.micro_batch_size,
                 d.schedule.microbatches, d.parallel.dp, d.data.shuffle, static_cast<std::uint64_t>(d.train.seed)),
         partition(partition_layers(d.model, d.parallel, schedule.chunks)),
+        deck_partition(partition),
         tokens(d.schedule.microbatches, d.schedule.micro_batch_size, d.model.seq_len, eod_token(d.data),
                {grid.cp_rank(), grid.cp_size()}, "step_tokens"),
         clock(w),
         executor(std::make_unique<PipelineExecutor>(schedule, *grid.pp_group, pipeline_options())),
         // deck: the copy this State keeps
-        work(std::make_unique<StageWork>(deck, schedule, grid, partition, tokens, pipeline_options())),
+        work(std::make_unique<StageWork>(deck, schedule, grid, partition, deck_partition, tokens, pipeline_options())),
         flops_per_step(model_flops_per_step(d.model, d.tokens_per_step())),
         predicted_bubble(simulate(schedule, deck_action_costs(d, schedule.chunks)).bubble) {
     deck.parallel.p2p = grid.config.p2p;  // as this build runs it (auto resolved)
@@ -197,9 +199,10 @@ struct Trainer::State {
   };
   StepMaxima reduce_step_maxima();
   bool checkpoint_or_stop(int step);
+  void record_save_events();
   void replan_after(int step);
   bool move_layers(int step, const Schedule& next, const std::vector<StageLayers>& moved_to);
-  bool save_checkpoint_at(int step, bool last_chance);
+  SavedState saved_state(int step) { return {work->model.params(), *work->optimizer, step, data_position()}; }
 
   Deck deck;
   MPI_Comm world;
@@ -208,6 +211,7 @@ struct Trainer::State {
   std::ostream& log;
   BatchWindows windows;
   std::vector<StageLayers> partition;      // layers of every virtual stage
+  std::vector<StageLayers> deck_partition;  // the split the deck gives ([emulate]'s times are for it)
   StepTokens tokens;  // the step's token ids, per micro-batch
   RunClock clock;                              // one time axis for every rank's events
   DeviceClock device_clock{[this] { return clock.now(); }};  // the device's work on that axis
@@ -218,7 +222,7 @@ struct Trainer::State {
   std::string replans;      // world rank 0: one line per re-planning, as the timeline records them
   double gemm_peak_gflops = 0.0;
   int start_step = 0;                        // the checkpoint's step when resuming
-  int saved_step = -1;                       // of the last checkpoint this run wrote
+  CheckpointSaver saver{deck, grid, world_group(world), log, [this] { return clock.now(); }};
   EventLog events;                           // this rank's events of the step in progress
   StepFigures figures{static_cast<std::size_t>(deck.model.layers) * deck.model.moe.experts};  // on the device
   Attributes timeline_root_attributes;       // world rank 0, until run() opens the timeline
@@ -299,6 +303,7 @@ Trainer::Trainer(const Deck& deck, MPI_Comm world, std::ostream& log, const std:
     s.start_step =
         resume_from_checkpoint(deck, s.grid, s.work->model.params(), *s.work->optimizer, s.data_position(), log);
   }
+  s.saver.reserve(s.work->model.params());
   install_stop_signal_handlers();
   if (s.is_root()) s.timeline_root_attributes = timeline_attributes(run);
 }
@@ -501,16 +506,13 @@ Trainer::State::StepMaxima Trainer::State::reduce_step_maxima() {
 // Saves a checkpoint when one is due or a stop signal arrived; returns whether to stop. Signals are
 // looked at here only, where every rank is between steps, and all ranks agree.
 bool Trainer::State::checkpoint_or_stop(int step) {
-  int stop_signal = received_stop_signal();
-  {
-    const BlockedIn watched("all-reduce of the stop signals", world_group(world));
-    MPI_Allreduce(MPI_IN_PLACE, &stop_signal, 1, MPI_INT, MPI_MAX, world);
-  }
+  const int stop_signal = saver.poll(step, received_stop_signal());
   const bool due = step == deck.train.steps || (deck.checkpoint.every > 0 && step % deck.checkpoint.every == 0);
-  if ((due || stop_signal) && saved_step != step) {
+  if ((due || stop_signal) && saver.saved_step() != step) {
     if (is_root()) write_timeline([&] { timeline->flush(); });
-    save_checkpoint_at(step, step == deck.train.steps || stop_signal != 0);
+    saver.save(saved_state(step), step == deck.train.steps || stop_signal != 0);
   }
+  record_save_events();
   if (!stop_signal || step == deck.train.steps) return false;
   if (is_root())
     log << "stopped by signal " << stop_signal << " after step " << step
@@ -519,41 +521,29 @@ bool Trainer::State::checkpoint_or_stop(int step) {
   return true;
 }
 
-// A checkpoint that could not be written (every rank threw the same error; the partial file is
-// gone, `latest` and the older checkpoints untouched) ends the run under on_failure = "abort", and
-// always when it is the last chance to save the training (the final step, a stop signal). Returns
-// whether it was written.
-bool Trainer::State::save_checkpoint_at(int step, bool last_chance) {
-  try {
-    const BlockedIn watched("write of the checkpoint", world_group(world), deck.checkpoint.timeout_s,
-                            "checkpoint.timeout_s");
-    save_checkpoint(deck, grid, work->model.params(), *work->optimizer, step, data_position(), log);
-    saved_step = step;
-    return true;
-  } catch (const CheckpointWriteError& error) {
-    const std::string what = "checkpoint of step " + std::to_string(step) + " not written: " + error.what();
-    if (last_chance || deck.checkpoint.on_failure == CheckpointFailure::abort)
-      throw CollectiveFailure(what +
-                              "; see the reason: free space there, or set checkpoint.dir to another file system" +
-                              (last_chance ? "" : " (checkpoint.on_failure = \"continue\" trains on without it)"));
-    if (is_root())
-      log << "  warning: " << what << "; training goes on (checkpoint.on_failure = \"continue\") and tries again at "
-          << "the next checkpoint\n"
-          << std::flush;
-    return false;
+// The saves' events (all ranks have the same saves) to the timeline, under each save's step.
+void Trainer::State::record_save_events() {
+  for (const SaveEvents& save : saver.take_events()) {
+    std::vector<EventRow> rows;
+    {
+      const BlockedIn watched("gather of the checkpoint's events", world_group(world));
+      rows = gather_events(world, save.events, grid.coords, save.step);
+    }
+    if (is_root()) write_timeline([&] { timeline->append_events(rows); });
   }
 }
 
 // schedule.replan: every rank measures the same costs, so all reach the same decision; a switch
 // takes effect from the next step, the executor rebuilt for the new lists (the chunks keep their
-// placement) and, where the decision moves layers, the stage work rebuilt around them. Emulated
-// stages cost what the deck says whatever their layers, so their layers stay.
+// placement) and, where the decision moves layers (off a straggler's stage too), the stage work
+// rebuilt around them.
 void Trainer::State::replan_after(int step) {
   constexpr double kSavingToSwitch = 0.05;  // of the running schedule's simulated step time
-  const ActionCosts measured = measured_action_costs(world, schedule, grid.pp_rank(), events.events());
-  ReplanOptions options{deck.schedule.auto_memory_limit, deck.schedule.activation_budget, kSavingToSwitch, {}};
-  if (!deck.emulate.enabled) options.movable_partition = partition;
-  const ReplanDecision decision = replan(schedule, measured, options);
+  const MeasuredCosts measured =
+      measured_action_costs(world, schedule, grid.world_rank, grid.pp_rank(), events.events());
+  ReplanOptions options{deck.schedule.auto_memory_limit, deck.schedule.activation_budget, kSavingToSwitch, partition,
+                        measured.slowdowns};
+  const ReplanDecision decision = replan(schedule, measured.costs, options);
   const std::string line = "after step " + std::to_string(step) +
                            ", simulated with the measured costs: " + decision.summary +
                            (decision.switches ? "; switching to " : "; keeping ") + word_of(decision.best.kind) +
@@ -576,11 +566,11 @@ void Trainer::State::replan_after(int step) {
 // (any split reads any split's checkpoint). Returns false, the layers staying, when the checkpoint
 // could not be written under checkpoint.on_failure = "continue".
 bool Trainer::State::move_layers(int step, const Schedule& next, const std::vector<StageLayers>& moved_to) {
-  if (saved_step != step && !save_checkpoint_at(step, false)) return false;
+  if (!saver.save(saved_state(step), false, true)) return false;
   deck.parallel.stage_layers = layer_counts(moved_to);
   partition = moved_to;
   work.reset();  // the old layers' memory is free before the new ones take theirs
-  work = std::make_unique<StageWork>(deck, next, grid, partition, tokens, pipeline_options());
+  work = std::make_unique<StageWork>(deck, next, grid, partition, deck_partition, tokens, pipeline_options());
   Deck reload = deck;
   reload.checkpoint.resume = CheckpointConfig::Resume::file;
   reload.checkpoint.resume_file = (std::filesystem::path(checkpoint_dir(deck)) / checkpoint_file_name(step)).string();

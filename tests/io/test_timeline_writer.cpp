@@ -207,7 +207,8 @@ TEST(TimelineWriter, EventKindNamesAreTheContractStrings) {
                                              "W",           "SEND",        "RECV",
                                              "ALLREDUCE_TP", "ALLGATHER_TP", "REDUCE_SCATTER_TP",
                                              "RING_CP",     "ALLTOALL_EP", "ALLREDUCE_DP",
-                                             "ALLREDUCE_EMB", "OPTIMIZER"};
+                                             "ALLREDUCE_EMB", "OPTIMIZER",  "CKPT_WRITE",
+                                             "CKPT_BLOCKED"};
   for (std::size_t k = 0; k < expected.size(); ++k) {
     const std::string name = event_kind_name(static_cast<EventKind>(k));
     EXPECT_EQ(name, expected[k]);

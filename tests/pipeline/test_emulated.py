@@ -110,3 +110,28 @@ def test_watchdog_aborts_a_stuck_pipeline(tmp_path):
     assert re.search(r"pipeline rank 0, .* from pipeline rank 1 \(world rank 1 on [^)]+\) \(tag \d+\)", stderr), stderr
     assert noticed < 15, "the watchdog never spoke in 3 stops of 15 s, with a 2 s timeout"
     assert job.proc.returncode == 4, f"exit code {job.proc.returncode} (4: a peer stopped answering)"
+
+
+def test_replanning_moves_layers_off_a_straggler(tmp_path):
+    """Issue 41, item 4, emulated: world rank 0 (pp 0, dp 0) takes twice as long as its dp peer
+    (TRIDENT_TEST_SLOW_RANK, test-only). After step 2 re-planning finds it from every rank's measured
+    costs and moves layers off its stage (an emulated chunk sleeps in proportion to its layers), the
+    steps after it are faster, and the timeline's `replans` says when and why."""
+    unit = 10  # ms: F = 10, B = 20, I = W = 10 per 4 layers (the deck's split)
+    out = tmp_path / "run"
+    run_trident(out, *EMULATED, "model.layers=8", "train.steps=5", f"emulate.forward_ms={unit}",
+                f"emulate.backward_ms={2 * unit}", f"emulate.input_grad_ms={unit}", f"emulate.weight_grad_ms={unit}",
+                "schedule.kind=1f1b", "parallel.pp=2", "parallel.dp=2", "schedule.microbatches=4",
+                'schedule.replan="once"', ranks=4, env=dict(os.environ, TRIDENT_TEST_SLOW_RANK="0:2"))
+    with h5py.File(out / "timeline.h5", "r") as f:
+        times = dict(zip(f["steps"]["step"][:].tolist(), f["steps"]["step_time_s"][:].tolist()))
+        replans, stage_layers = str(f.attrs["replans"]), str(f.attrs["stage_layers"])
+    assert replans.startswith("after step 2, simulated with the measured costs: 1f1b (running)"), replans
+    slowness = re.search(r"; stage 0's world rank 0 takes ([0-9.]+)x as long as its peers", replans)
+    assert slowness and 1.8 <= float(slowness.group(1)) <= 2.5, replans
+    assert "stage 1's" not in replans, replans
+    assert "; layers 4|4 moved to " in replans and replans.endswith(" on the moved layers"), replans
+    first, second = map(int, stage_layers.split("|"))
+    assert first < second and first + second == 8, stage_layers
+    # 1F1B's step follows its slowest stage: 2 x (F + B) of 4 layers before, 1.5 x after (3 | 5).
+    assert max(times[4], times[5]) < 0.9 * times[2], f"step times {times}"

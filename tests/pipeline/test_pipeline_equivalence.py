@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ONE_RANK, TINY, _exe, read_steps
+from conftest import ONE_RANK, TINY, _exe, read_steps, run_trident
 from equivalence import assert_same_training, final_weights
 
 SMALL = ("model.layers=8", "model.d_model=32", "model.heads=4", "model.seq_len=32", "train.steps=3",
@@ -275,6 +275,41 @@ def test_replanning_moves_layers_off_an_overloaded_stage_and_trains_the_same(tri
                              f"; keeping {schedule_kind}")), (replans, schedule_kind)
     one_rank = training(run(trident_run, *wider, f"schedule.microbatches={m}"))
     assert_same_training(one_rank, training(run_dir), f"{kind} {layers} re-planned")
+
+
+def step_times_and_replans(run_dir):
+    with h5py.File(run_dir / "timeline.h5", "r") as f:
+        times = dict(zip(f["steps"]["step"][:].tolist(), f["steps"]["step_time_s"][:].tolist()))
+        return times, str(f.attrs.get("replans", "")), str(f.attrs["stage_layers"])
+
+
+@pytest.mark.parametrize("m", [case(4, sanitized=True)])
+def test_replanning_moves_layers_off_a_straggler_and_trains_the_same(trident_run, tmp_path, m):
+    """Issue 41, item 4: world rank 0 (pp 0, dp 0) is four times as slow as its dp peer
+    (TRIDENT_TEST_SLOW_RANK, test-only). After step 2 re-planning finds it from every rank's measured
+    costs, moves layers off its stage through a checkpoint, the steps after it are faster, the
+    timeline says when and why, and the training is still the one-rank training."""
+    wider = ("model.d_model=64", "model.seq_len=64", "schedule.micro_batch_size=2", "train.steps=7")
+    slowed = dict(os.environ, TRIDENT_TEST_SLOW_RANK="0:4")
+    out, control = tmp_path / "straggler", tmp_path / "control"
+    for run_dir, replan in ((out, "once"), (control, "off")):
+        run_trident(run_dir, *SMALL, *wider, *pipeline_overrides("1f1b", 2, m, dp=2), f'schedule.replan="{replan}"',
+                    ranks=4, env=slowed)
+    times, replans, stage_layers = step_times_and_replans(out)
+    assert replans.startswith("after step 2, simulated with the measured costs: 1f1b (running)"), replans
+    slowness = re.search(r"; stage 0's world rank 0 takes ([0-9.]+)x as long as its peers", replans)
+    assert slowness and float(slowness.group(1)) >= 2.5, replans  # 4x its actions; its peers share the cores
+    assert "; layers 4|4 moved to " in replans and replans.endswith(" on the moved layers"), replans
+    first, second = map(int, stage_layers.split("|"))
+    assert first < second and first + second == 8, stage_layers
+    if not SANITIZED:
+        # Four ranks share two cores: the median of the steps after the move against the same steps
+        # of the same run without re-planning.
+        after = float(np.median([times[s] for s in range(3, 8)]))
+        kept = float(np.median([step_times_and_replans(control)[0][s] for s in range(3, 8)]))
+        assert after < 0.9 * kept, f"steps 3-7: {after:.4f} s re-planned, {kept:.4f} s without"
+    one_rank = training(run(trident_run, *wider, f"schedule.microbatches={2 * m}"))
+    assert_same_training(one_rank, training(out), "a straggler's layers moved", weight_rtol=2.5e-5)
 
 
 def plan_csv(*overrides):

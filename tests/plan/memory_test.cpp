@@ -163,6 +163,20 @@ TEST(Memory, Bf16AddsTheWeightsCopyAndKeepsWhatOnlyProductsReadInHalves) {
   EXPECT_LT(bf16.activation_bytes(), fp32.activation_bytes());
 }
 
+// checkpoint.async copies the weights and AdamW's m and v to host memory for the background write:
+// 12 more bytes per parameter, nothing else changes.
+TEST(Memory, AsyncCheckpointsAddTheHostCopyOfWeightsAndMoments) {
+  Deck deck;
+  deck.model = tiny();
+  const auto stages = partition_layers(deck.model, deck.parallel);
+  const RankMemory synchronous = rank_memory(deck, stages, 0);
+  EXPECT_EQ(synchronous.checkpoint_copy_bytes, 0);
+  deck.checkpoint.async = true;
+  const RankMemory background = rank_memory(deck, stages, 0);
+  EXPECT_EQ(background.checkpoint_copy_bytes, 12 * total_params(deck.model));
+  EXPECT_EQ(background.total_bytes(), synchronous.total_bytes() + 12 * total_params(deck.model));
+}
+
 TEST(Memory, ZeroOneShardsAdamAndAddsTheReducedGradientPieces) {
   Deck deck;
   deck.model = tiny();

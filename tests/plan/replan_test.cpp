@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -148,6 +149,90 @@ TEST(Replan, MovesLayersWhenTheBalancedSplitRunsFaster) {
   // A split that is already balanced stays.
   const ReplanDecision balanced = replan(running, ActionCosts::uniform(2, 1), movable({{0, 2}, {2, 2}}));
   EXPECT_TRUE(balanced.moved_to.empty()) << balanced.summary;
+}
+
+// The largest F + B of a stage of `counts` under `fit` and `slowness`, computed here from the model
+// rebalance.hpp states.
+double slowest_stage(const LayerCosts& fit, const std::vector<int>& counts, const std::vector<double>& slowness) {
+  double slowest = 0.0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const bool last = i + 1 == counts.size();
+    const double per_action = fit.fixed.forward + fit.fixed.backward +
+                              counts[i] * (fit.layer.forward + fit.layer.backward) +
+                              (last ? fit.head.forward + fit.head.backward : 0.0);
+    slowest = std::max(slowest, slowness[i] * per_action);
+  }
+  return slowest;
+}
+
+// Every split of `layers` into `pieces` (each at least one layer): the least slowest stage.
+double best_by_search(const LayerCosts& fit, int layers, const std::vector<double>& slowness) {
+  const int pieces = static_cast<int>(slowness.size());
+  std::vector<int> counts(static_cast<std::size_t>(pieces), 1);
+  double best = 1e300;
+  const auto search = [&](auto&& self, int piece, int left) -> void {
+    if (piece == pieces - 1) {
+      counts.back() = left;
+      best = std::min(best, slowest_stage(fit, counts, slowness));
+      return;
+    }
+    for (int n = 1; n <= left - (pieces - 1 - piece); ++n) {
+      counts[static_cast<std::size_t>(piece)] = n;
+      self(self, piece + 1, left - n);
+    }
+  };
+  search(search, 0, layers);
+  return best;
+}
+
+TEST(Rebalance, AStragglersStageGetsFewerLayersAndTheSplitIsTheBestThereIs) {
+  LayerCosts fit;
+  fit.fixed = {0.5, 1.0, 0.5, 0.5};
+  fit.layer = {1.0, 2.0, 1.0, 1.0};
+  fit.head = {3.0, 3.0, 1.5, 1.5};
+  const std::vector<std::vector<double>> cases = {{2.0, 1.0}, {1.0, 1.6}, {1.0, 3.0, 1.0}, {1.3, 1.0, 1.0, 1.8}};
+  for (const std::vector<double>& slowness : cases) {
+    for (int layers : {8, 13}) {
+      const std::vector<StageLayers> split =
+          measured_balanced_partition(fit, layers, static_cast<int>(slowness.size()), slowness);
+      std::vector<int> counts;
+      for (const StageLayers& stage : split) counts.push_back(stage.num_layers);
+      EXPECT_EQ(split.back().end_layer(), layers);
+      EXPECT_DOUBLE_EQ(slowest_stage(fit, counts, slowness), best_by_search(fit, layers, slowness))
+          << layers << " layers, slowness " << slowness[0] << ", " << slowness[1];
+      const ActionCosts predicted = predicted_action_costs(fit, split, 0.0, slowness);
+      EXPECT_DOUBLE_EQ(predicted.per_virtual_stage[0].forward,
+                       slowness[0] * (fit.fixed.forward + counts[0] * fit.layer.forward));
+    }
+  }
+  // A first stage twice as slow, no head: 8 layers go 3 | 5 (or 2 | 6: both take 6 layers' time).
+  LayerCosts plain;
+  plain.fixed = plain.head = {0.0, 0.0, 0.0, 0.0};
+  const std::vector<StageLayers> split = measured_balanced_partition(plain, 8, 2, {2.0, 1.0});
+  EXPECT_LT(split[0].num_layers, 4);
+}
+
+// One stage's slowest rank takes twice as long as its peers: re-planning moves layers off it, says
+// why, and predicts a faster step. Under kStragglerFactor the same costs leave the layers.
+TEST(Replan, MovesLayersOffAStragglersStage) {
+  const Schedule running = make_schedule(ScheduleKind::one_f_one_b, 2, 4, 1);
+  ActionCosts measured = ActionCosts::uniform(2, 1);  // per stage of 4 layers, its slowest rank's
+  measured.per_virtual_stage[0] = {2.0, 4.0, 2.0, 2.0};
+  ReplanOptions options = movable({{0, 4}, {4, 4}});
+  options.slowdowns = {{2.0, 6}, {1.02, 3}};
+  const ReplanDecision decision = replan(running, measured, options);
+  EXPECT_TRUE(decision.switches) << decision.summary;
+  ASSERT_EQ(decision.moved_to.size(), 2u) << decision.summary;
+  EXPECT_LT(decision.moved_to[0].num_layers, 4) << decision.summary;
+  EXPECT_NE(decision.summary.find("stage 0's world rank 6 takes 2.00x as long as its peers"), std::string::npos)
+      << decision.summary;
+  EXPECT_EQ(decision.summary.find("stage 1's"), std::string::npos) << "1.02 is no straggler: " << decision.summary;
+  EXPECT_LT(decision.best_time, 0.85 * decision.running_time) << decision.summary;
+
+  options.slowdowns = {{1.05, 6}, {1.0, 3}};
+  const ReplanDecision unnoticed = replan(running, ActionCosts::uniform(2, 1), options);
+  EXPECT_TRUE(unnoticed.moved_to.empty()) << unnoticed.summary;
+  EXPECT_EQ(unnoticed.summary.find("world rank"), std::string::npos) << unnoticed.summary;
 }
 
 }  // namespace

@@ -6,14 +6,13 @@ loss equals a float64 PyTorch model's on the same batch; export -> import bitwis
 and every bad file exit 2 naming what is wrong, with nothing written."""
 import json
 import struct
-import subprocess
 import sys
 
 import h5py
 import numpy as np
 import torch
 
-from conftest import REPO, read_steps, run_trident
+from conftest import REPO, post, read_steps, run_trident
 
 sys.path.insert(0, str(REPO / "postprocess"))
 from trident_post import safetensors  # noqa: E402
@@ -21,7 +20,6 @@ from gpt2_reference import causal_lm_loss as gpt2_loss  # noqa: E402
 from llama_reference import causal_lm_loss as llama_loss  # noqa: E402
 from mixtral_reference import Mixtral  # noqa: E402
 
-POST = REPO / "postprocess" / "trident-post"
 LLAMA = REPO / "input_decks" / "llama-tiny.toml"
 MOE = REPO / "input_decks" / "moe-tiny.toml"
 T, MBS, M = 16, 2, 2
@@ -31,12 +29,6 @@ LLAMA_SHAPE = (f"model.layers={L}", f"model.d_model={C}", f"model.heads={H}", f"
 GPT2_SHAPE = (f"model.layers={L}", f"model.d_model={C}", f"model.heads={H}", f"model.seq_len={T}",
               "model.vocab=256")
 BATCH = (f"schedule.micro_batch_size={MBS}", f"schedule.microbatches={M}", "train.steps=1", "output.log_every=1")
-
-
-def post(*args, expect=0):
-    result = subprocess.run([sys.executable, str(POST), *map(str, args)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == expect, result.stdout + result.stderr
-    return result
 
 
 def compose_safetensors(path, tensors, metadata=None):

@@ -5,7 +5,6 @@ independently, from the timeline's /events; the trace must hold every event with
 the PNGs must have the pixel size asked for and draw what the timeline holds (read back pixel by
 pixel); checkpoints must verify, and a flipped byte must not."""
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from conftest import run_trident
+from conftest import post, run_trident
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -51,14 +50,6 @@ def runs(tmp_path_factory):
 @pytest.fixture(params=sorted(RUNS))
 def run_dir(request, runs):
     return runs[request.param]
-
-
-def post(*args, expect=0):
-    proc = subprocess.run([str(TOOL), *map(str, args)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "MPLBACKEND": "Agg"})
-    assert proc.returncode == expect, (f"trident-post {' '.join(map(str, args))} exited {proc.returncode}, "
-                                       f"expected {expect}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def read_run(run_dir):
@@ -173,7 +164,8 @@ def test_trace_holds_every_event_with_its_duration(run_dir, tmp_path):
     stream = {"F": "compute", "B": "compute", "I": "compute", "W": "compute", "SEND": "pipeline p2p",
               "RECV": "pipeline p2p", "ALLREDUCE_TP": "TP collectives", "ALLGATHER_TP": "TP collectives",
               "REDUCE_SCATTER_TP": "TP collectives", "RING_CP": "CP ring", "ALLREDUCE_DP": "DP collectives",
-              "ALLREDUCE_EMB": "DP collectives", "OPTIMIZER": "optimizer"}
+              "ALLREDUCE_EMB": "DP collectives", "OPTIMIZER": "optimizer",
+              "CKPT_BLOCKED": "checkpoint: training stopped", "CKPT_WRITE": "checkpoint: data written"}
     tracks = {}
     for e in complete:
         assert threads[(e["pid"], e["tid"])] == stream[e["cat"]]

@@ -24,7 +24,9 @@
 #   census       bench/step_census on the GPU build in bf16: one step's launches, products and host waits
 #   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16, with "next" and
 #                without: the device's milliseconds per kernel label and per product, and the
-#                step's time no kernel covers (OUT/profile_*.json)
+#                step's time no kernel covers (OUT/profile_*.json); on an H100 or H200 also each one's
+#                time predicted from its declared cost by the card's machine file (--machine), the
+#                table of predicted against measured in the log and the summary
 #   ncu_flash    Nsight Compute's view of the flash kernels (versions 1 and 2) at GPT-2's shape
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0); the
 #                kernel tests also with the row kernels a warp per row
@@ -93,6 +95,14 @@ node_check() {
   return $missing
 }
 
+# The machine file of the card, for step_census --machine; none for another card.
+machine_file() {
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+    *H200*) echo "$repo/input_decks/machines/dgx-h200.toml" ;;
+    *H100*) echo "$repo/input_decks/machines/dgx-h100.toml" ;;
+  esac
+}
+
 gpu_memory_gib() { nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1 | awk '{print int($1 / 1024)}'; }
 
 equivalence() {
@@ -111,6 +121,8 @@ profile() {
   local name="$1" deck="$2"; shift 2
   local args=(--set parallel.tp=1 --set parallel.pp=1 --set parallel.dp=1 --set schedule.microbatches=1)
   for setting in "$@"; do args+=(--set "$setting"); done
+  local machine; machine="$(machine_file)"
+  [ -n "$machine" ] && args+=(--machine "$machine")
   "$kit/bin/step_census" "$repo/input_decks/$deck" --time "${args[@]}" | tee "$out/profile_$name.json"
 }
 gpt2_shape=(model.layers=12 model.d_model=768 model.heads=12 model.vocab=50304 model.seq_len=1024
@@ -118,7 +130,7 @@ gpt2_shape=(model.layers=12 model.d_model=768 model.heads=12 model.vocab=50304 m
 llama_shape=(model.layers=16 model.d_model=2048 model.heads=32 model.kv_heads=8 model.ffn_hidden=8192
              model.vocab=128256 model.tie_embeddings=true model.seq_len=4096)
 export kit repo python out
-export -f node_check equivalence bench census profile
+export -f node_check equivalence bench census profile machine_file
 plain=(TRIDENT_FLASH_ATTENTION=0 TRIDENT_FUSED_EPILOGUES=0)
 next=(TRIDENT_FLASH_VERSION=2 TRIDENT_WARP_ROWS=1)
 llama_batch=4
@@ -173,6 +185,14 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
     echo "### $name"
     echo '```'
     grep -B3 -A2 "config  *ms/step" "$logs/$name.log" || echo "(no table: see gpu_check.log)"
+    echo '```'
+  done
+  for name in profile_gpt2_bf16 profile_llama_1b_bf16; do
+    [ -f "$logs/$name.log" ] || continue
+    echo
+    echo "### $name: predicted against measured, the 25 slowest predicted (all in gpu_check.log)"
+    echo '```'
+    grep -A26 "^step_census: one step on" "$logs/$name.log" || echo "(no table: see gpu_check.log)"
     echo '```'
   done
 } >> "$summary"

@@ -3,7 +3,7 @@
 // label, matrix products (one gemm() or gemm_strided_batched() each: one cuBLAS call on the GPU),
 // the host's waits for the device, and device allocations. Step 1 is left out: buffers that grow on
 // first use (the activation arena, operand scratch) grow there. Prints one JSON object.
-//   build/cpu/bench/step_census DECK [--time] [--set section.key=value ...]
+//   build/cpu/bench/step_census DECK [--time] [--machine FILE] [--set section.key=value ...]
 //   mpirun -n N build/cpu/bench/step_census DECK ...   (grids: world rank 0's counts)
 // Per layer: the kernels and products of the layers' forward, backward and weight-gradient regions,
 // divided by the layer backwards run (layers on the rank × micro-batches). Kernels launched inside a
@@ -12,6 +12,12 @@
 // the others (epilogue_launches_per_layer). A host wait is a fence (wait_for_device), a
 // reduction read on the host, an event waited on, or a deep copy (Kokkos' deep_copy without an
 // execution space fences before and after, on the CPU build too, where it costs nothing).
+//
+// --machine FILE (a machine file, DESIGN.md "Machine files and step prediction") also predicts each
+// launch's time on that machine from its declared cost, as `trident plan --machine` prices work
+// (predict/machine.hpp: a kernel's bytes at the memory bandwidth or its operations at the FP32 peak,
+// whichever is slower; a product at the deck's precision's peak times its efficiency), and prints a
+// table of predicted against measured time (with --time) per kernel label and per product to stderr.
 //
 // --time also times the second step on the device (kernels/device_clock.hpp: CUDA events on the
 // compute stream, each kernel and product bracketed; on the CPU build, where work runs as it is
@@ -28,12 +34,14 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,6 +51,8 @@
 #include "kernels/blas_core.hpp"
 #include "kernels/device_clock.hpp"
 #include "kernels/profile.hpp"
+#include "plan/text_table.hpp"
+#include "predict/machine.hpp"
 #include "train/trainer.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
 #include "gpu/device_selection.hpp"
@@ -58,6 +68,9 @@ struct StepCounts {
   std::map<std::string, long> allocations;   // label → allocations
   std::map<std::string, KernelCost> kernel_costs;  // label → declared bytes and operations, summed
   std::set<std::string> undeclared;                // labels launched without a declared cost
+  std::map<std::string, long> product_launches;          // product name → launches
+  std::map<std::string, KernelCost> product_named_costs;  // product name → declared cost, summed
+  std::map<std::string, double> kernel_predicted_s, product_predicted_s;  // --machine
   KernelCost product_costs;                        // all products'
   long products = 0;
   long layer_kernels = 0, layer_epilogue_kernels = 0, layer_products = 0, layer_backwards = 0;
@@ -69,6 +82,8 @@ struct Census {
   bool in_step = false;
   StepCounts current, finished;
   int steps = 0;
+  std::string layer_region;  // innermost layer region (short name) or "outside layers"
+  int layer_region_products = 0;  // products so far in the current layer region
 
   bool inside(const char* name) const {
     for (const std::string& region : regions)
@@ -77,6 +92,24 @@ struct Census {
   }
   bool in_layer() const {
     return inside(kLayerForwardRegion) || inside(kLayerBackwardRegion) || inside(kLayerWeightGradRegion);
+  }
+  // A product is named by its region and its place in it: "layer_forward #01" the first product of
+  // each layer's forward ("#01": names sort in order).
+  std::string next_product_name() {
+    if (!in_layer()) return "outside layers";
+    const int place = ++layer_region_products;
+    return layer_region + (place < 10 ? " #0" : " #") + std::to_string(place);
+  }
+};
+
+// --machine: each launch's time on the machine, from its declared cost.
+struct Prediction {
+  Machine machine;
+  double product_peak = 0.0;  // FLOP/s at the deck's train.precision
+
+  double kernel_seconds(const KernelCost& cost) const { return machine.kernel_seconds(cost.bytes, cost.flops); }
+  double product_seconds(const KernelCost& cost) const {
+    return machine.product_seconds(cost.flops, cost.bytes, product_peak);
   }
 };
 
@@ -104,14 +137,10 @@ struct StepTimer {
   }};
   std::vector<Span> spans;
   double step_begin = 0.0;
-  std::string region;       // innermost layer region (short name) or "outside layers"
-  int region_products = 0;  // products so far in the current layer region
-  int open_product = -1;    // index of the product span open now
+  int open_product = -1;  // index of the product span open now
 
   void start_step() {
     spans.clear();
-    region = "outside layers";
-    region_products = 0;
     step_begin = clock.mark();
   }
   std::size_t open(std::string label, bool product) {
@@ -139,6 +168,8 @@ struct StepTimer {
 
 Census census;
 std::unique_ptr<StepTimer> timer;  // with --time
+std::unique_ptr<Prediction> prediction;  // with --machine
+std::string machine_path;
 StepTimes step_times;
 
 std::string short_region(const char* name) {
@@ -147,33 +178,40 @@ std::string short_region(const char* name) {
   return colons == std::string::npos ? text : text.substr(colons + 1);
 }
 
+void on_product() {
+  census.current.products++;
+  if (census.in_layer()) census.current.layer_products++;
+  const KernelCost cost = take_kernel_cost();
+  census.current.product_costs.bytes += cost.bytes;
+  census.current.product_costs.flops += cost.flops;
+  const std::string name = census.next_product_name();
+  census.current.product_launches[name]++;
+  census.current.product_named_costs[name].bytes += cost.bytes;
+  census.current.product_named_costs[name].flops += cost.flops;
+  if (prediction) census.current.product_predicted_s[name] += prediction->product_seconds(cost);
+  if (timer) {
+    timer->open_product = static_cast<int>(timer->open(name, true));
+    timer->spans.back().flops = cost.flops;
+  }
+}
+
 void on_push(const char* name) {
   census.regions.emplace_back(name);
   if (!census.in_step && std::strcmp(name, kStepRegion) == 0) {
     census.in_step = true;
     census.current = {};
+    census.layer_region = "outside layers";
+    census.layer_region_products = 0;
     if (timer) timer->start_step();
   }
   if (!census.in_step) return;
   const bool layer_region = std::strcmp(name, kLayerForwardRegion) == 0 ||
                             std::strcmp(name, kLayerBackwardRegion) == 0 || std::strcmp(name, kLayerWeightGradRegion) == 0;
-  if (timer && layer_region) {
-    timer->region = short_region(name);
-    timer->region_products = 0;
+  if (layer_region) {
+    census.layer_region = short_region(name);
+    census.layer_region_products = 0;
   }
-  if (std::strcmp(name, kProductRegion) == 0) {
-    census.current.products++;
-    if (census.in_layer()) census.current.layer_products++;
-    const KernelCost cost = take_kernel_cost();
-    census.current.product_costs.bytes += cost.bytes;
-    census.current.product_costs.flops += cost.flops;
-    if (timer) {
-      const std::string where = census.in_layer() ? timer->region : "outside layers";
-      const int place = census.in_layer() ? ++timer->region_products : 0;  // "#01": names sort in order
-      timer->open_product = static_cast<int>(timer->open(place ? where + (place < 10 ? " #0" : " #") + std::to_string(place) : where, true));
-      timer->spans.back().flops = cost.flops;
-    }
-  }
+  if (std::strcmp(name, kProductRegion) == 0) on_product();
   if (std::strcmp(name, kLayerBackwardRegion) == 0) census.current.layer_backwards++;
 }
 
@@ -204,6 +242,7 @@ void on_kernel(const char* label, const std::uint32_t, std::uint64_t* id) {
   sum.bytes += cost.bytes;
   sum.flops += cost.flops;
   if (cost.bytes == 0.0 && cost.flops == 0.0) census.current.undeclared.insert(name);
+  if (prediction) census.current.kernel_predicted_s[name] += prediction->kernel_seconds(cost);
   if (census.in_layer()) (in_product ? census.current.layer_epilogue_kernels : census.current.layer_kernels)++;
   if (census.inside(kOptimizerRegion)) census.current.optimizer_kernels++;
   if (timer) *id = timer->open(name, false) + 1;
@@ -308,6 +347,77 @@ std::string json_costs(const StepCounts& step) {
   return out.str();
 }
 
+std::map<std::string, double> milliseconds(const std::map<std::string, double>& seconds) {
+  std::map<std::string, double> out;
+  for (const auto& [name, value] : seconds) out[name] = 1e3 * value;
+  return out;
+}
+
+bool inside_product(const std::string& kernel_label) { return kernel_label.rfind("gemm/", 0) == 0; }
+
+// The predicted time of the step's kernels (those outside products) and of its products (with the
+// kernels launched inside them), as device_ms splits the measured time.
+std::pair<double, double> predicted_parts(const StepCounts& step) {
+  double kernels = 0.0, products = 0.0;
+  for (const auto& [name, seconds] : step.kernel_predicted_s) (inside_product(name) ? products : kernels) += seconds;
+  for (const auto& [name, seconds] : step.product_predicted_s) products += seconds;
+  return {kernels, products};
+}
+
+std::string json_prediction(const StepCounts& step) {
+  const auto [kernels, products] = predicted_parts(step);
+  std::ostringstream out;
+  out << std::setprecision(10) << ", \"machine\": " << quoted(prediction->machine.name)
+      << ", \"predicted_ms\": {\"step\": " << 1e3 * (kernels + products) << ", \"kernels\": " << 1e3 * kernels
+      << ", \"products\": " << 1e3 * products << "}, \"kernel_predicted_ms\": "
+      << json_values(milliseconds(step.kernel_predicted_s))
+      << ", \"product_predicted_ms\": " << json_values(milliseconds(step.product_predicted_s));
+  return out.str();
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// One row per kernel label and per product, the slowest predicted first.
+void print_prediction_table(const StepCounts& step, std::ostream& out) {
+  struct Row {
+    std::string shown;
+    long launches;
+    KernelCost cost;
+    double predicted_s;
+    std::optional<double> measured_ms;  // with --time
+  };
+  const auto measured = [](const std::map<std::string, double>& times, const std::string& name) -> std::optional<double> {
+    const auto found = times.find(name);
+    if (!timer || found == times.end()) return std::nullopt;
+    return found->second;
+  };
+  std::vector<Row> rows;
+  for (const auto& [name, seconds] : step.kernel_predicted_s)
+    rows.push_back({name, step.kernels.at(name), step.kernel_costs.at(name), seconds, measured(step_times.kernel_ms, name)});
+  for (const auto& [name, seconds] : step.product_predicted_s)
+    rows.push_back({"product " + name, step.product_launches.at(name), step.product_named_costs.at(name), seconds,
+                    measured(step_times.product_ms, name)});
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.predicted_s > b.predicted_s; });
+  TextTable table({"kernel or product", "launches", "MB", "GFLOP", "predicted ms", "measured ms", "measured/predicted"});
+  for (const Row& row : rows) {
+    const bool ratio = row.measured_ms && row.predicted_s > 0.0;
+    table.add_row({row.shown, std::to_string(row.launches), fixed(row.cost.bytes / 1e6, 1), fixed(row.cost.flops / 1e9, 2),
+                   fixed(1e3 * row.predicted_s, 3), row.measured_ms ? fixed(*row.measured_ms, 3) : "",
+                   ratio ? fixed(*row.measured_ms / (1e3 * row.predicted_s), 2) : ""});
+  }
+  const auto [kernels, products] = predicted_parts(step);
+  out << "step_census: one step on " << prediction->machine.name << " (" << machine_path
+      << "), predicted from the declared costs" << (timer ? " against the measured device time" : "") << ": "
+      << fixed(1e3 * (kernels + products), 3) << " ms";
+  if (timer) out << " predicted, " << fixed(step_times.kernels_ms + step_times.products_ms, 3) << " ms measured in kernels and products";
+  out << "\n";
+  table.print(out);
+}
+
 void print_json(const Deck& deck, const StepCounts& step) {
   const long kernels = total(step.kernels);
   std::ostringstream out;
@@ -322,28 +432,39 @@ void print_json(const Deck& deck, const StepCounts& step) {
       << ", \"host_syncs_in_step\": " << total(step.host_waits)
       << ", \"allocations_in_step\": " << total(step.allocations) << ", \"kernels\": " << json_counts(step.kernels)
       << ", \"host_syncs\": " << json_counts(step.host_waits) << ", \"allocations\": " << json_counts(step.allocations)
-      << json_costs(step) << (timer ? json_times(step_times, step) : "") << "}\n";
+      << json_costs(step) << (timer ? json_times(step_times, step) : "")
+      << (prediction ? json_prediction(step) : "") << "}\n";
   std::cout << out.str();
 }
 
 // The deck as given, run for two steps into a scratch directory, from scratch.
 Deck census_deck(int argc, char** argv, const std::string& output_dir) {
-  if (argc < 2 || argv[1][0] == '-') throw InputError("usage: step_census DECK [--time] [--set section.key=value ...]");
+  if (argc < 2 || argv[1][0] == '-')
+    throw InputError("usage: step_census DECK [--time] [--machine FILE] [--set section.key=value ...]");
   std::vector<std::string> overrides;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--time") == 0) {
       timer = std::make_unique<StepTimer>();
       continue;
     }
-    if (std::strcmp(argv[i], "--set") != 0 || i + 1 >= argc)
+    const bool with_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--machine") == 0 && with_value) {
+      machine_path = argv[++i];
+      continue;
+    }
+    if (std::strcmp(argv[i], "--set") != 0 || !with_value)
       throw InputError(std::string("step_census: unknown argument '") + argv[i] +
-                       "' (expected --time or --set section.key=value)");
+                       "' (expected --time, --machine FILE or --set section.key=value)");
     overrides.emplace_back(argv[++i]);
   }
+  const Machine machine = machine_path.empty() ? Machine{} : load_machine(machine_path);
   for (const char* forced : {"train.steps=2", "checkpoint.every=0", "checkpoint.resume=none"})
     overrides.emplace_back(forced);
   overrides.push_back("output.dir=" + output_dir);
-  return load_deck(argv[1], overrides);
+  Deck deck = load_deck(argv[1], overrides);
+  if (!machine_path.empty())
+    prediction = std::make_unique<Prediction>(Prediction{machine, machine.peak_flops(deck.train.precision)});
+  return deck;
 }
 
 int run_census(int argc, char** argv) {
@@ -360,6 +481,7 @@ int run_census(int argc, char** argv) {
     code = trainer.run();
     if (code == 0 && census.steps != 2) throw std::logic_error("step_census: saw " + std::to_string(census.steps) + " steps");
     if (code == 0 && rank == 0) print_json(deck, census.finished);
+    if (code == 0 && rank == 0 && prediction) print_prediction_table(census.finished, std::cerr);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove_all(scratch);

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +142,15 @@ double Machine::gemm_fraction(double flops) const {
 }
 
 double Machine::gemm_seconds(double flops, double peak) const { return flops / (peak * gemm_fraction(flops)); }
+
+double Machine::kernel_seconds(double bytes, double flops) const {
+  const double compute = peak_fp32 > 0.0 ? flops / peak_fp32 : 0.0;
+  return std::max(bytes / memory_bandwidth, compute);
+}
+
+double Machine::product_seconds(double flops, double bytes, double peak) const {
+  return std::max(flops > 0.0 ? gemm_seconds(flops, peak) : 0.0, bytes / memory_bandwidth);
+}
 
 Machine parse_machine(const std::string& text, const std::string& source_name) {
   toml::table root;

@@ -36,6 +36,12 @@ struct Machine {
   double gemm_fraction(double flops) const;
   // Seconds for one matrix product of `flops` at `peak`.
   double gemm_seconds(double flops, double peak) const;
+  // Seconds for one kernel that moves `bytes` through memory and does `flops` (a roofline: the
+  // slower of the two, the operations at the FP32 peak where one is given).
+  double kernel_seconds(double bytes, double flops) const;
+  // Seconds for one matrix product that also moves `bytes`: its time at `peak` and its efficiency,
+  // unless the bytes take longer.
+  double product_seconds(double flops, double bytes, double peak) const;
 };
 
 // Throws InputError naming the file, the line and the key, with what would be valid.

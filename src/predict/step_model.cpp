@@ -55,7 +55,7 @@ struct CostContext {
     return count * machine.gemm_seconds(2.0 * m * n * k, peak);
   }
   double traffic(double elements, double passes, double bytes) const {
-    return elements * passes * bytes / machine.memory_bandwidth;
+    return machine.kernel_seconds(elements * passes * bytes, 0.0);
   }
   // A ring all-reduce of `bytes` over the TP group (or the all-gather + reduce-scatter pair that
   // sequence parallelism moves instead: the same bytes on the wire).

@@ -162,3 +162,63 @@ def test_every_kernel_declares_its_cost(family):
         C, L = s["C"], 2
         parameters = s["V"] * C + s["T"] * C + L * (12 * C * C + 13 * C) + 2 * C  # tied head
         assert counts["kernel_bytes"]["adamw"] == 28 * parameters
+
+
+MACHINE = os.path.join(DECKS, "machines", "cpu-2core.toml")
+
+
+def test_machine_prices_every_launch_from_its_declared_cost():
+    """--machine: each kernel label's predicted time is its launches' bytes at the machine's memory
+    bandwidth or their operations at its FP32 peak, the slower (a sum over launches of the slower of
+    the two lies between the slower and the sum of the sums); the products' between their operations
+    at the best and the worst of the efficiency curve (and their bytes). The machine file is read
+    here, not through trident."""
+    import tomllib
+    with open(MACHINE, "rb") as f:
+        compute = tomllib.load(f)["compute"]
+    bandwidth, fp32 = compute["memory_bandwidth_gbs"] * 1e9, compute["peak_tflops_fp32"] * 1e12
+    product_peak = compute["peak_tflops_tf32"] * 1e12  # tiny.toml's automatic precision: TF32 where given
+    fractions = [fraction for _, fraction in compute["gemm_efficiency"]]
+    command = [CENSUS, os.path.join(DECKS, DECK["gpt2"]), "--time", "--machine", MACHINE]
+    for setting in ONE_RANK + ["model.layers=2"]:
+        command += ["--set", setting]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout)
+
+    assert set(counts["kernel_predicted_ms"]) == set(counts["kernels"])
+    for label, ms in counts["kernel_predicted_ms"].items():
+        byte_s, flop_s = counts["kernel_bytes"][label] / bandwidth, counts["kernel_flops"][label] / fp32
+        assert max(byte_s, flop_s) * (1 - 1e-9) <= ms / 1e3 <= (byte_s + flop_s) * (1 + 1e-9), label
+        if counts["kernels"][label] == 1:
+            assert ms / 1e3 == pytest.approx(max(byte_s, flop_s), rel=1e-9), label
+    assert set(counts["product_predicted_ms"]) == set(counts["product_ms"])
+    products_s = sum(counts["product_predicted_ms"].values()) / 1e3
+    assert counts["product_flops"] / (product_peak * max(fractions)) * (1 - 1e-9) <= products_s
+    assert products_s <= (counts["product_flops"] / (product_peak * min(fractions)) +
+                          counts["product_bytes"] / bandwidth) * (1 + 1e-9)
+    predicted = counts["predicted_ms"]
+    assert predicted["step"] == pytest.approx(predicted["kernels"] + predicted["products"])
+    inside = sum(ms for label, ms in counts["kernel_predicted_ms"].items() if label.startswith("gemm/"))
+    assert predicted["products"] == pytest.approx(products_s * 1e3 + inside)
+    assert counts["machine"] == "2-core CPU VM"
+
+    # The table on stderr: a row per kernel label and per product, with its measured time.
+    lines = [line.strip() for line in done.stderr.splitlines()]
+    assert lines[0].startswith("step_census: one step on 2-core CPU VM"), lines[0]
+    assert lines[1].split()[-1] == "measured/predicted", lines[1]
+    for row in list(counts["kernels"]) + ["product " + name for name in counts["product_ms"]]:
+        found = [line for line in lines[2:] if line.startswith(row + "  ")]
+        assert len(found) == 1, row
+        assert len(found[0][len(row):].split()) == 6, found[0]  # launches, MB, GFLOP, predicted, measured, ratio
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--machine", "no-such-machine.toml"], "no-such-machine.toml: machine file not found"),
+    (["--machine"], "unknown argument '--machine'"),
+])
+def test_a_bad_machine_argument_exits_2_naming_it(arguments, message):
+    done = subprocess.run([CENSUS, os.path.join(DECKS, DECK["gpt2"])] + arguments, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr

@@ -42,7 +42,7 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 
 TEST(MachineFile, TheShippedFilesParse) {
-  for (const char* name : {"dgx-a100-80g", "dgx-h100", "cpu-2core"}) {
+  for (const char* name : {"dgx-a100-80g", "dgx-h100", "dgx-h200", "cpu-2core"}) {
     const Machine machine = load_machine(std::string(TRIDENT_SOURCE_DIR) + "/input_decks/machines/" + name + ".toml");
     EXPECT_GT(machine.peak_flops(MatmulPrecision::fp32), 0.0) << name;
     EXPECT_FALSE(machine.gemm_efficiency.empty()) << name;
@@ -51,6 +51,22 @@ TEST(MachineFile, TheShippedFilesParse) {
   EXPECT_EQ(a100.devices_per_node, 8);
   EXPECT_DOUBLE_EQ(a100.peak_flops(MatmulPrecision::bf16), 312e12);
   EXPECT_DOUBLE_EQ(a100.inter_node.bandwidth, 23e9);
+}
+
+TEST(MachineFile, AKernelTakesTheSlowerOfItsBytesAndItsOperations) {
+  const Machine no_fp32_peak = parse_machine(kComplete, "box.toml");  // 1000 GB/s
+  EXPECT_DOUBLE_EQ(no_fp32_peak.kernel_seconds(2e9, 1e15), 2e-3);     // operations unpriced without a peak
+  const Machine machine =
+      parse_machine(replaced(kComplete, "peak_tflops_bf16 = 100", "peak_tflops_bf16 = 100\npeak_tflops_fp32 = 10"),
+                    "box.toml");
+  EXPECT_DOUBLE_EQ(machine.kernel_seconds(1e9, 1e10), 1e-3);  // bytes: 1 ms; operations: 1 ms
+  EXPECT_DOUBLE_EQ(machine.kernel_seconds(1e9, 1e11), 1e-2);  // operations: 10 ms
+  // 100 GFLOP at 70% of 100 TFLOP/s; its megabyte is a microsecond.
+  EXPECT_DOUBLE_EQ(machine.product_seconds(1e11, 1e6, 100e12), 1e11 / (100e12 * 0.7));
+  EXPECT_DOUBLE_EQ(machine.product_seconds(1e11, 1e10, 100e12), 1e-2);  // 10 GB: the bytes are slower
+  EXPECT_DOUBLE_EQ(machine.product_seconds(0.0, 1e9, 100e12), 1e-3);
+  const Machine h200 = load_machine(std::string(TRIDENT_SOURCE_DIR) + "/input_decks/machines/dgx-h200.toml");
+  EXPECT_DOUBLE_EQ(h200.memory_bandwidth, 4.8e12);
 }
 
 TEST(MachineFile, ValuesAreReadInTheirUnits) {

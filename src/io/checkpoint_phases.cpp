@@ -107,6 +107,10 @@ std::vector<std::uint64_t> summed_checksums(MPI_Comm comm, const std::vector<Ten
                                             const std::vector<bool>& included) {
   std::vector<std::uint64_t> sums(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) sums[i] = included[i] ? slice_checksum(tensors[i]) : 0;
+  return summed_checksums(comm, std::move(sums));
+}
+
+std::vector<std::uint64_t> summed_checksums(MPI_Comm comm, std::vector<std::uint64_t> sums) {
   // MPI_SUM on unsigned integers wraps: the sum mod 2^64 whatever the reduction order.
   MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM, comm);
   return sums;

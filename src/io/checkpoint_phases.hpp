@@ -90,6 +90,8 @@ void check_coverage(MPI_Comm comm, const std::vector<TensorSlice>& tensors, cons
 // Collective: the checksum of every tensor over the ranks (each rank's included boxes).
 std::vector<std::uint64_t> summed_checksums(MPI_Comm comm, const std::vector<TensorSlice>& tensors,
                                             const std::vector<bool>& included);
+// Collective: each tensor's checksum over the ranks, from every rank's checksums of its own boxes.
+std::vector<std::uint64_t> summed_checksums(MPI_Comm comm, std::vector<std::uint64_t> sums);
 
 // File access through MPI-IO on `comm`, metadata read and written collectively (one rank reads
 // and broadcasts instead of every rank hitting the file system for each object header).

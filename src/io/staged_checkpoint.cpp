@@ -175,9 +175,7 @@ std::string commit_staged_checkpoint(MPI_Comm comm, const StagedCheckpoint& chec
     collectively(comm, [&] {
       if (!written.failure.empty()) throw OsFailure(written.failure);
     });
-    std::vector<std::uint64_t> sums = written.checksums;
-    // MPI_SUM on unsigned integers wraps: the sum mod 2^64 whatever the reduction order.
-    MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM, comm);
+    const std::vector<std::uint64_t> sums = summed_checksums(comm, written.checksums);
     collectively(comm, [&] {
       with_os_reason([&] {
         const Hdf5Handle access = mpio_file_access(comm, tmp_path);

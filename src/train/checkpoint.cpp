@@ -53,6 +53,16 @@ bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
          (!is_token_embedding(tensor.name) || grid.first_stage());
 }
 
+}  // namespace
+
+bool writes_checkpoint_data(const ProcessGrid& grid, const ParamStore& params) {
+  for (const ParamTensor& tensor : params.tensors())
+    if (writes(grid, tensor)) return true;
+  return false;
+}
+
+namespace {
+
 // Host views of this rank's values and AdamW moments (layout of params.values): the buffers
 // themselves where host and device memory are one (the CPU build), else host copies.
 struct HostState {
@@ -158,6 +168,17 @@ void load_initial_weights(const Deck& deck, const ProcessGrid& grid, ParamStore&
         << MPI_Wtime() - start << std::defaultfloat << " s): AdamW starts at zero\n";
 }
 
+// Runs a collective step of writing a checkpoint. It fails before anything is committed, so what
+// is on disk stays as it was, and the message says so.
+template <typename Step>
+auto checkpoint_write_step(Step&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const CheckpointError& error) {
+    throw CheckpointWriteError(std::string(error.what()) + "; `latest` and the previous checkpoints are untouched");
+  }
+}
+
 }  // namespace
 
 std::int64_t checkpoint_bytes(const Deck& deck) {
@@ -181,13 +202,10 @@ std::int64_t save_checkpoint(const Deck& deck, const ProcessGrid& grid, const Pa
   const Optimizer::Moments moments = optimizer.full_moments();  // collective over dp under ZeRO-1
   HostState host{host_view(params.values), host_view(moments.m), host_view(moments.v)};
   const std::vector<TensorSlice> mine = slices(deck, grid, params, host, false);
-  std::string path;
-  try {
-    path = write_checkpoint_collective(MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep, mine,
+  const std::string path = checkpoint_write_step([&] {
+    return write_checkpoint_collective(MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep, mine,
                                        checkpoint_attributes(deck, step, data));
-  } catch (const CheckpointError& error) {
-    throw CheckpointWriteError(std::string(error.what()) + "; `latest` and the previous checkpoints are untouched");
-  }
+  });
   if (grid.world_rank == 0) log << "checkpoint " << path << " " << transfer_summary(path, MPI_Wtime() - start) << "\n" << std::flush;
   std::int64_t elements = 0;
   for (const TensorSlice& slice : mine) elements += slice_elements(slice);
@@ -237,15 +255,18 @@ BackgroundSave::BackgroundSave(const Deck& deck, const ProcessGrid& grid, const 
     : impl_(std::make_unique<Impl>()), step_(step), started_(MPI_Wtime()) {
   const double pause_s = test_write_pause_s(step);
   const Optimizer::Moments moments = optimizer.full_moments();  // collective over dp under ZeRO-1
-  impl_->host = HostState{host_copy(params.values, std::move(buffers.values)),
-                          host_copy(moments.m, std::move(buffers.m)), host_copy(moments.v, std::move(buffers.v))};
-  try {
-    impl_->staged = create_staged_checkpoint(MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep,
-                                             slices(deck, grid, params, impl_->host, false),
-                                             checkpoint_attributes(deck, step, data));
-  } catch (const CheckpointError& error) {
-    throw CheckpointWriteError(std::string(error.what()) + "; `latest` and the previous checkpoints are untouched");
+  if (writes_checkpoint_data(grid, params)) {
+    impl_->host = HostState{host_copy(params.values, std::move(buffers.values)),
+                            host_copy(moments.m, std::move(buffers.m)), host_copy(moments.v, std::move(buffers.v))};
+    bytes_copied_ = static_cast<std::int64_t>(sizeof(float)) * static_cast<std::int64_t>(3 * params.values.extent(0));
+  } else {  // a replica that writes nothing copies nothing: its slices have no boxes
+    impl_->host = HostState{std::move(buffers.values), std::move(buffers.m), std::move(buffers.v)};
   }
+  impl_->staged = checkpoint_write_step([&] {
+    return create_staged_checkpoint(MPI_COMM_WORLD, checkpoint_dir(deck), step, deck.checkpoint.keep,
+                                    slices(deck, grid, params, impl_->host, false),
+                                    checkpoint_attributes(deck, step, data));
+  });
   writer_ = std::thread([this, pause_s] {
     lower_this_threads_priority();
     write_start_s_ = steady_seconds();
@@ -270,12 +291,8 @@ BackgroundSave::~BackgroundSave() {
 void BackgroundSave::commit(std::ostream& log) {
   const double waiting_from = MPI_Wtime();
   writer_.join();
-  std::string path;
-  try {
-    path = commit_staged_checkpoint(MPI_COMM_WORLD, impl_->staged, impl_->written);
-  } catch (const CheckpointError& error) {
-    throw CheckpointWriteError(std::string(error.what()) + "; `latest` and the previous checkpoints are untouched");
-  }
+  const std::string path =
+      checkpoint_write_step([&] { return commit_staged_checkpoint(MPI_COMM_WORLD, impl_->staged, impl_->written); });
   blocked_s_ += MPI_Wtime() - waiting_from;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -43,6 +43,10 @@ struct CheckpointWriteError : std::runtime_error {
 std::int64_t save_checkpoint(const Deck& deck, const ProcessGrid& grid, const ParamStore& params,
                              Optimizer& optimizer, int step, const DataPosition& data, std::ostream& log);
 
+// Whether this rank writes any element of a checkpoint (each element is written by one rank: the
+// first replica's, tp rank 0's of a tensor every TP rank holds whole, the first stage's tied wte).
+bool writes_checkpoint_data(const ProcessGrid& grid, const ParamStore& params);
+
 // The host memory a background save copies this rank's parameters and AdamW moments into; handed
 // from one save to the next, so that only the first pays for the allocation and its page faults.
 struct SaveBuffers {
@@ -63,6 +67,7 @@ class BackgroundSave {
   BackgroundSave& operator=(const BackgroundSave&) = delete;
 
   int step() const { return step_; }
+  std::int64_t bytes_copied() const { return bytes_copied_; }  // to host memory: none where the rank writes nothing
   bool written_here() const { return written_here_.load(); }  // this rank's thread is over
   // After commit: this rank's bytes of data and when its thread wrote them (steady_seconds()).
   std::int64_t bytes_written() const;
@@ -78,6 +83,7 @@ class BackgroundSave {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int step_;
+  std::int64_t bytes_copied_ = 0;
   double blocked_s_ = 0.0;  // the copies and the file's creation; then waiting and committing
   double started_;          // MPI_Wtime
   double write_start_s_ = 0.0, write_end_s_ = 0.0;  // set by the thread

@@ -63,7 +63,7 @@ bool CheckpointSaver::save(const SavedState& state, bool last_chance, bool read_
 }
 
 void CheckpointSaver::reserve(const ParamStore& params) {
-  if (!deck_.checkpoint.async) return;
+  if (!deck_.checkpoint.async || !writes_checkpoint_data(grid_, params)) return;
   const std::size_t n = params.values.extent(0);
   buffers_ = {HostFloatBuffer("checkpoint copy", n), HostFloatBuffer("checkpoint copy", n),
               HostFloatBuffer("checkpoint copy", n)};
@@ -92,7 +92,8 @@ void CheckpointSaver::complete_background_save(int step) {
     const double start = run_clock_();
     save->commit(log_);
     SaveEvents& saved = completed_.emplace_back(SaveEvents{save->step(), {}});
-    saved.events.record(save_event(EventKind::checkpoint_blocked, in_flight_copy_start_, in_flight_copy_end_));
+    saved.events.record(
+        save_event(EventKind::checkpoint_blocked, in_flight_copy_start_, in_flight_copy_end_, save->bytes_copied()));
     saved.events.record(save_event(EventKind::checkpoint_write, save->write_start_s() + steady_to_run_clock_,
                                    save->write_end_s() + steady_to_run_clock_, save->bytes_written()));
     completed_.emplace_back(SaveEvents{step, {}})

@@ -170,6 +170,24 @@ def test_a_signal_during_a_background_write_completes_it_saves_and_exits_3(tmp_p
 GRID = ("parallel.dp=2", "train.steps=3", "checkpoint.every=1", *ASYNC)
 
 
+def test_a_replica_that_writes_nothing_copies_nothing(tmp_path):
+    """dp 2: the second replica neither copies nor writes (train/checkpoint.cpp); the file is the
+    synchronous one's, all of its bytes copied and written by rank 0."""
+    runs = {}
+    for name, settings in {"sync": (), "async": ASYNC}.items():
+        runs[name] = tmp_path / name
+        run_trident(runs[name], "parallel.dp=2", "train.steps=2", "checkpoint.every=1", *settings, ranks=2)
+    background, reference = (datasets(runs[name] / "checkpoints" / "step_00000002.h5") for name in ("async", "sync"))
+    assert sorted(background) == sorted(reference) and len(reference) > 20
+    for name, (values, checksum) in reference.items():
+        np.testing.assert_array_equal(background[name][0], values, err_msg=name)
+        assert background[name][1] == checksum, name
+    whole = data_bytes(runs["async"] / "checkpoints" / "step_00000002.h5")  # rank 0 holds the whole model
+    writes, stops = saves(runs["async"], "CKPT_WRITE"), saves(runs["async"], "CKPT_BLOCKED")
+    assert [writes[(1, r)][0][2] for r in (0, 1)] == [whole, 0]
+    assert [stops[(1, r)][0][2] for r in (0, 1)] == [whole, 0], "the host copy's bytes"
+
+
 def failing_background_write(file_name):
     return dict(failing_writes(file_name), TRIDENT_FAIL_WRITES_AFTER=str(64 * 1024))
 

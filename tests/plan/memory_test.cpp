@@ -123,6 +123,9 @@ TEST(PipelineTheory, BubbleFormula) {
   EXPECT_DOUBLE_EQ(theoretical_bubble(1, 8), 0.0);
 }
 
+// Pipeline rank 0's memory under the deck's own layer split.
+RankMemory first_rank_memory(const Deck& deck) { return rank_memory(deck, partition_layers(deck.model, deck.parallel), 0); }
+
 TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
   Deck deck;
   deck.model = tiny();
@@ -146,11 +149,10 @@ TEST(Memory, SingleRankHoldsWeightsGradsAdamAndOneMicrobatch) {
 TEST(Memory, Bf16AddsTheWeightsCopyAndKeepsWhatOnlyProductsReadInHalves) {
   Deck deck;
   deck.model = tiny();
-  const auto stages = partition_layers(deck.model, deck.parallel);
-  const RankMemory fp32 = rank_memory(deck, stages, 0);
+  const RankMemory fp32 = first_rank_memory(deck);
   EXPECT_EQ(fp32.weight_copy_bytes, 0);
   deck.train.precision = MatmulPrecision::bf16;
-  const RankMemory bf16 = rank_memory(deck, stages, 0);
+  const RankMemory bf16 = first_rank_memory(deck);
   EXPECT_EQ(bf16.weight_copy_bytes, 2 * total_params(deck.model));
   // Each layer's GELU output (B·T × 4C) and its two norms' outputs (B·T × C each), and the final
   // norm's, in 2 bytes instead of 4 (B·T·C = 32·B: whole 16-byte groups).
@@ -168,11 +170,10 @@ TEST(Memory, Bf16AddsTheWeightsCopyAndKeepsWhatOnlyProductsReadInHalves) {
 TEST(Memory, AsyncCheckpointsAddTheHostCopyOfWeightsAndMoments) {
   Deck deck;
   deck.model = tiny();
-  const auto stages = partition_layers(deck.model, deck.parallel);
-  const RankMemory synchronous = rank_memory(deck, stages, 0);
+  const RankMemory synchronous = first_rank_memory(deck);
   EXPECT_EQ(synchronous.checkpoint_copy_bytes, 0);
   deck.checkpoint.async = true;
-  const RankMemory background = rank_memory(deck, stages, 0);
+  const RankMemory background = first_rank_memory(deck);
   EXPECT_EQ(background.checkpoint_copy_bytes, 12 * total_params(deck.model));
   EXPECT_EQ(background.total_bytes(), synchronous.total_bytes() + 12 * total_params(deck.model));
 }
@@ -188,13 +189,13 @@ TEST(Memory, ZeroOneShardsAdamAndAddsTheReducedGradientPieces) {
   const std::int64_t full = params / 102, rest = params % 102;
   const std::int64_t shard = 34 * full + (rest + 2) / 3;
   const bool padded = rest % 3 != 0;
-  const RankMemory memory = rank_memory(deck, partition_layers(deck.model, deck.parallel), 0);
+  const RankMemory memory = first_rank_memory(deck);
   EXPECT_EQ(memory.weight_bytes, 4 * params);
   EXPECT_EQ(memory.grad_bytes, 4 * params);
   EXPECT_EQ(memory.optimizer_bytes, 8 * shard);
   EXPECT_EQ(memory.zero1_bytes, 4 * (shard + (padded ? 2 * 3 * ((rest + 2) / 3) : 0)));
   deck.parallel.zero = 0;
-  EXPECT_EQ(rank_memory(deck, partition_layers(deck.model, deck.parallel), 0).zero1_bytes, 0);
+  EXPECT_EQ(first_rank_memory(deck).zero1_bytes, 0);
 }
 
 TEST(Memory, OneFOneBStagesHoldPMinusSMicrobatches) {

@@ -53,6 +53,7 @@
 #include "kernels/profile.hpp"
 #include "plan/text_table.hpp"
 #include "predict/machine.hpp"
+#include "predict/step_model.hpp"
 #include "train/trainer.hpp"
 #ifdef KOKKOS_ENABLE_CUDA
 #include "gpu/device_selection.hpp"
@@ -106,6 +107,7 @@ struct Census {
 struct Prediction {
   Machine machine;
   double product_peak = 0.0;  // FLOP/s at the deck's train.precision
+  double plan_step_s = 0.0;   // `trident plan --machine`'s step time for the deck (its own step model)
 
   double kernel_seconds(const KernelCost& cost) const { return machine.kernel_seconds(cost.bytes, cost.flops); }
   double product_seconds(const KernelCost& cost) const {
@@ -369,7 +371,8 @@ std::string json_prediction(const StepCounts& step) {
   std::ostringstream out;
   out << std::setprecision(10) << ", \"machine\": " << quoted(prediction->machine.name)
       << ", \"predicted_ms\": {\"step\": " << 1e3 * (kernels + products) << ", \"kernels\": " << 1e3 * kernels
-      << ", \"products\": " << 1e3 * products << "}, \"kernel_predicted_ms\": "
+      << ", \"products\": " << 1e3 * products << "}, \"plan_step_ms\": " << 1e3 * prediction->plan_step_s
+      << ", \"kernel_predicted_ms\": "
       << json_values(milliseconds(step.kernel_predicted_s))
       << ", \"product_predicted_ms\": " << json_values(milliseconds(step.product_predicted_s));
   return out.str();
@@ -414,7 +417,7 @@ void print_prediction_table(const StepCounts& step, std::ostream& out) {
       << "), predicted from the declared costs" << (timer ? " against the measured device time" : "") << ": "
       << fixed(1e3 * (kernels + products), 3) << " ms";
   if (timer) out << " predicted, " << fixed(step_times.kernels_ms + step_times.products_ms, 3) << " ms measured in kernels and products";
-  out << "\n";
+  out << " (plan --machine's step model: " << fixed(1e3 * prediction->plan_step_s, 3) << " ms)\n";
   table.print(out);
 }
 
@@ -463,7 +466,8 @@ Deck census_deck(int argc, char** argv, const std::string& output_dir) {
   overrides.push_back("output.dir=" + output_dir);
   Deck deck = load_deck(argv[1], overrides);
   if (!machine_path.empty())
-    prediction = std::make_unique<Prediction>(Prediction{machine, machine.peak_flops(deck.train.precision)});
+    prediction = std::make_unique<Prediction>(
+        Prediction{machine, machine.peak_flops(deck.train.precision), predict_step(deck, machine).step_time_s});
   return deck;
 }
 

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 CENSUS = os.environ.get("TRIDENT_STEP_CENSUS", "build/cpu/bench/step_census")
+TRIDENT = os.environ.get("TRIDENT_EXE", "build/cpu/src/trident")
 DECKS = os.environ.get("TRIDENT_DECKS", "input_decks")
 MPIEXEC = os.environ.get("TRIDENT_MPIEXEC", "mpirun")
 
@@ -202,6 +203,12 @@ def test_machine_prices_every_launch_from_its_declared_cost():
     inside = sum(ms for label, ms in counts["kernel_predicted_ms"].items() if label.startswith("gemm/"))
     assert predicted["products"] == pytest.approx(products_s * 1e3 + inside)
     assert counts["machine"] == "2-core CPU VM"
+    # The step time `trident plan --machine` gives the same deck, beside the launches' sum.
+    settings = [word for setting in ONE_RANK + ["model.layers=2"] for word in ("--set", setting)]
+    plan = subprocess.run([TRIDENT, "plan", os.path.join(DECKS, DECK["gpt2"]), "--machine", MACHINE, "--json"] + settings,
+                          capture_output=True, text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    assert counts["plan_step_ms"] == pytest.approx(1e3 * json.loads(plan.stdout)["step_time_s"], rel=1e-6)
 
     # The table on stderr: a row per kernel label and per product, with its measured time.
     lines = [line.strip() for line in done.stderr.splitlines()]

@@ -53,16 +53,6 @@ bool writes(const ProcessGrid& grid, const ParamTensor& tensor) {
          (!is_token_embedding(tensor.name) || grid.first_stage());
 }
 
-}  // namespace
-
-bool writes_checkpoint_data(const ProcessGrid& grid, const ParamStore& params) {
-  for (const ParamTensor& tensor : params.tensors())
-    if (writes(grid, tensor)) return true;
-  return false;
-}
-
-namespace {
-
 // Host views of this rank's values and AdamW moments (layout of params.values): the buffers
 // themselves where host and device memory are one (the CPU build), else host copies.
 struct HostState {
@@ -180,6 +170,12 @@ auto checkpoint_write_step(Step&& step) -> decltype(step()) {
 }
 
 }  // namespace
+
+bool writes_checkpoint_data(const ProcessGrid& grid, const ParamStore& params) {
+  for (const ParamTensor& tensor : params.tensors())
+    if (writes(grid, tensor)) return true;
+  return false;
+}
 
 std::int64_t checkpoint_bytes(const Deck& deck) {
   const ParamStore layout = whole_model_layout(deck.model);

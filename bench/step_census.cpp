@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -120,12 +120,11 @@ struct Span {
   std::string label;
   bool product = false, nested = false;  // nested: a kernel inside a product
   double begin = 0.0, end = 0.0;
-  double flops = 0.0;  // declared (products)
 };
 
 // The device times of one step's kernels and products (--time).
 struct StepTimes {
-  std::map<std::string, double> kernel_ms, product_ms, product_flops;
+  std::map<std::string, double> kernel_ms, product_ms;
   double step_ms = 0.0, kernels_ms = 0.0, products_ms = 0.0;
 };
 
@@ -160,7 +159,6 @@ struct StepTimer {
     for (const Span& span : spans) {
       const double length = ms(span.begin, span.end);
       (span.product ? times.product_ms : times.kernel_ms)[span.label] += length;
-      if (span.product) times.product_flops[span.label] += span.flops;
       if (span.product) times.products_ms += length;
       if (!span.product && !span.nested) times.kernels_ms += length;
     }
@@ -191,10 +189,7 @@ void on_product() {
   census.current.product_named_costs[name].bytes += cost.bytes;
   census.current.product_named_costs[name].flops += cost.flops;
   if (prediction) census.current.product_predicted_s[name] += prediction->product_seconds(cost);
-  if (timer) {
-    timer->open_product = static_cast<int>(timer->open(name, true));
-    timer->spans.back().flops = cost.flops;
-  }
+  if (timer) timer->open_product = static_cast<int>(timer->open(name, true));
 }
 
 void on_push(const char* name) {
@@ -324,8 +319,9 @@ std::map<std::string, double> rates(const std::map<std::string, double>& amounts
 }
 
 std::string json_times(const StepTimes& times, const StepCounts& step) {
-  std::map<std::string, double> kernel_bytes;
+  std::map<std::string, double> kernel_bytes, product_flops;
   for (const auto& [name, cost] : step.kernel_costs) kernel_bytes[name] = cost.bytes;
+  for (const auto& [name, cost] : step.product_named_costs) product_flops[name] = cost.flops;
   std::ostringstream out;
   out << std::setprecision(10) << ", \"device_ms\": {\"step\": " << times.step_ms << ", \"kernels\": " << times.kernels_ms
       << ", \"products\": " << times.products_ms
@@ -333,7 +329,7 @@ std::string json_times(const StepTimes& times, const StepCounts& step) {
       << "}, \"kernel_ms\": " << json_values(times.kernel_ms)
       << ", \"product_ms\": " << json_values(times.product_ms)
       << ", \"kernel_gb_per_s\": " << json_values(rates(kernel_bytes, times.kernel_ms, 1e9))
-      << ", \"product_tflop_per_s\": " << json_values(rates(times.product_flops, times.product_ms, 1e12));
+      << ", \"product_tflop_per_s\": " << json_values(rates(product_flops, times.product_ms, 1e12));
   return out.str();
 }
 

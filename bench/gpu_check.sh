@@ -15,11 +15,15 @@
 #   node         nvidia-smi; every library of the kit's executables resolves
 #   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS, our flash-attention kernels against the
 #                CPU build's tiled attention (bf16); libraries_next: version 2 of the flash kernels
-#   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4,
-#                and tp 2 x pp 2 on the one GPU (parallel.share_device) against one rank, 1e-4;
+#   graph        train.cuda_graph's recorded actions replayed on a small model against the same steps
+#                run directly (tests/model/graphed_stage_test.cpp)
+#   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4
+#                (also with train.cuda_graph), and tp 2 x pp 2 on the one GPU (parallel.share_device)
+#                against one rank, 1e-4;
 #                equivalence_next and (later) equivalence_plain: the same with "next", without the two
 #   gpt2         GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
-#                bf16-sdpa-compile (issue 36's target); gpt2_next: trident with "next"
+#                bf16-sdpa-compile (issue 36's target); gpt2_next: trident with "next"; gpt2_graph:
+#                with train.cuda_graph = true (each action a CUDA graph, replayed)
 #   llama_1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
 #   census       bench/step_census on the GPU build in bf16: one step's launches, products and host waits
 #   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16, with "next" and
@@ -139,10 +143,12 @@ step node 10 node_check
 [ "$(gpu_memory_gib)" -lt 100 ] && llama_batch=2
 step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests"
 step libraries_next 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
-step equivalence 60 equivalence
+step graph 20 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
+step equivalence 70 equivalence
 step equivalence_next 60 "${next[@]}" equivalence
 step gpt2 100 bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile --json "$out/gpt2.json"
 step gpt2_next 25 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
+step gpt2_graph 25 bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
 step llama_1b 130 bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
   --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
 step llama_1b_next 40 "${next[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
@@ -179,7 +185,7 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
 {
   echo
   echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 gpt2_next llama_1b llama_1b_next gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
+  for name in gpt2 gpt2_next gpt2_graph llama_1b llama_1b_next gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name"

@@ -195,6 +195,7 @@ def run_trident(args, cfg, env):
     with tempfile.TemporaryDirectory(prefix="trident-bench-") as run_dir:
         command = shlex.split(args.launcher) + [str(args.trident), "run", str(args.deck)]
         command += trident_overrides(cfg, args.steps, run_dir, args.precision)
+        command += [arg for setting in args.set for arg in ("--set", setting)]
         run_checked("trident", command, env)
         return read_timeline(Path(run_dir) / "timeline.h5", args.warmup)
 
@@ -261,6 +262,9 @@ def parse_args():
                         help="base deck; every key that matters is overridden with --set")
     parser.add_argument("--launcher", default="",
                         help='command put before trident, e.g. "mpirun -n 1" (default: none)')
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a further deck setting for trident's runs, after the benchmark's own "
+                             "(repeatable), e.g. train.cuda_graph=true")
     args = parser.parse_args()
     args.configs = (args.configs or DEFAULT_CONFIGS[args.device]).split(",")
     try:

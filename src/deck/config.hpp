@@ -102,6 +102,7 @@ struct TrainConfig {
   double weight_decay = 0.1;  // applied to 2-D weights only
   double grad_clip = 1.0;     // global-norm clip; 0 = off
   MatmulPrecision precision = MatmulPrecision::automatic;
+  bool cuda_graph = false;  // each action recorded once as a CUDA graph and replayed (pipeline/graphed_stage.hpp)
 };
 
 struct DataConfig {

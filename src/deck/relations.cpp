@@ -308,12 +308,34 @@ void check_schedule(const Deck& deck, const KeyLocations& where) {
   }
 }
 
+// A replayed graph runs none of an action's host code: the actions may not talk to other ranks or
+// decide anything on the host from the step's data (pipeline/graphed_stage.hpp).
+void check_cuda_graph(const Deck& deck, const KeyLocations& where) {
+  if (!deck.train.cuda_graph) return;
+  const ParallelConfig& grid = deck.parallel;
+  std::string reason;
+  if (grid.tp > 1 || grid.pp > 1 || grid.dp > 1 || grid.cp > 1)
+    reason = "a grid of one rank (this one is tp " + std::to_string(grid.tp) + " x pp " + std::to_string(grid.pp) +
+             " x dp " + std::to_string(grid.dp) + " x cp " + std::to_string(grid.cp) +
+             "): the messages inside and between the actions are not recorded yet";
+  else if (deck.model.moe.experts > 0)
+    reason = "a dense model: [model.moe] reads its routing counts on the host inside each action";
+  else if (deck.data.document_mask)
+    reason = "data.document_mask = false: packed documents choose attention's tiles on the host per batch";
+  else if (deck.emulate.enabled)
+    reason = "the model: emulate.enabled = true sleeps on the host instead";
+  if (!reason.empty())
+    where.fail("train.cuda_graph", "train.cuda_graph = true (record each action once, replay it) needs " + reason +
+                                       "; set train.cuda_graph = false");
+}
+
 void check_train(const Deck& deck, const KeyLocations& where) {
   if (deck.train.min_lr > deck.train.lr) {
     const char* key = where.is_override("train.lr") ? "train.lr" : "train.min_lr";
     where.fail(key, "train.min_lr = " + format_number(deck.train.min_lr) + " is larger than train.lr = " +
                         format_number(deck.train.lr) + "; min_lr must be in [0, lr]");
   }
+  check_cuda_graph(deck, where);
 }
 
 // Packed documents are cut at data.eod_token, a token of the vocabulary.

@@ -272,6 +272,7 @@ std::vector<KeySpec> run_keys() {
     real("train", "weight_decay", &Deck::train, &TrainConfig::weight_decay, kNonNegative),
     real("train", "grad_clip", &Deck::train, &TrainConfig::grad_clip, kNonNegative),
     choice("train", "precision", &Deck::train, &TrainConfig::precision),
+    boolean("train", "cuda_graph", &Deck::train, &TrainConfig::cuda_graph),
 
     choice("data", "kind", &Deck::data, &DataConfig::kind),
     input_paths("data", "path", &Deck::data, &DataConfig::paths),

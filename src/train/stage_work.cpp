@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/error.hpp"
+#include "kernels/device_graph.hpp"
 #include "pipeline/emulated_stage.hpp"
+#include "pipeline/graphed_stage.hpp"
 #include "pipeline/model_stage.hpp"
 #include "pipeline/slowed_stage.hpp"
 #include "pipeline/stage_chunks.hpp"
@@ -42,12 +45,19 @@ std::unique_ptr<StageCompute> make_model_or_emulation(const Deck& deck, Transfor
                                       grads_ready);
 }
 
-// The same, slowed where the test-only TRIDENT_TEST_SLOW_RANK names this rank.
+// The same, its actions recorded and replayed as device graphs under train.cuda_graph, and slowed
+// where the test-only TRIDENT_TEST_SLOW_RANK names this rank.
 std::unique_ptr<StageCompute> make_stage_compute(const Deck& deck, Transformer& model, const StepTokens& tokens,
                                                  const Transformer::GradsReadyFn& grads_ready, int world_rank,
                                                  std::vector<double> emulated_scales) {
   std::unique_ptr<StageCompute> compute =
       make_model_or_emulation(deck, model, tokens, grads_ready, std::move(emulated_scales));
+  if (deck.train.cuda_graph) {
+    if (!DeviceGraph::available())
+      throw InputError(deck.path + ": train.cuda_graph = true records CUDA graphs, which this CPU build of trident "
+                                   "has none of; set train.cuda_graph = false, or run the GPU build");
+    compute = std::make_unique<GraphedStage>(std::move(compute));
+  }
   if (const std::optional<double> factor = test_slowdown_for(world_rank))
     return std::make_unique<SlowedStage>(std::move(compute), *factor);
   return compute;

@@ -197,6 +197,9 @@ OVERRIDE_CASES = [
      ["parallel.pp=2", "schedule.kind=auto", "schedule.auto_memory_limit=0.5"],
      ["schedule.kind", "auto", "memory limit"]),
     ("run_set_bad_value", "run", ["train.steps=0"], ["--set train.steps=0", "train.steps"]),
+    # Valid in the deck, refused where it runs: the CPU build (this test's) records no CUDA graphs.
+    ("run_cuda_graph_on_the_cpu_build", "run", ["train.cuda_graph=true"],
+     ["deck.toml", "train.cuda_graph = true", "CPU build", "train.cuda_graph = false"]),
 ]
 
 

@@ -56,7 +56,7 @@ TEST(Schema, EveryKeyIsUniqueAndFindable) {
   // Every field of config.hpp's sections (stage_layers_balanced is stage_layers = "balanced",
   // resume_file is checkpoint.resume given a path, eval.enabled is the [eval] section's presence,
   // schedule.from_file is what schedule.file holds), and the six of [model.moe].
-  EXPECT_EQ(keys.size(), 76u);
+  EXPECT_EQ(keys.size(), 77u);
   for (const KeySpec& key : deck_keys()) {
     EXPECT_EQ(find_key(key.section, key.name), &key) << key.full_name();
   }

@@ -10,7 +10,8 @@ sums. Without a GPU the test reports "skipped: no GPU".
 
 A grid runs on one GPU too (parallel.share_device: tp 2 x pp 2, four ranks sharing the device, their
 messages through host memory), in strict fp32 against the CPU build's one rank: every grid's
-losses are one rank's up to the order of sums.
+losses are one rank's up to the order of sums. And bf16 with train.cuda_graph: each action recorded
+once as a CUDA graph and replayed, the same kernels on the same buffers.
 
 The CPU side is the CPU build run here (TRIDENT_CPU_EXE), or its losses computed beforehand on a CPU
 machine (TRIDENT_CPU_LOSSES, a JSON file {"fp32": [...], "bf16": [...]} that scripts/gpu_kit
@@ -34,12 +35,14 @@ SETTINGS = ("parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "schedule.microba
 # Bounds on |loss_gpu / loss_cpu - 1| at every step. fp32 and bf16: reassociation of sums (the CPU
 # and GPU kernels reduce in different orders); TF32: rounding of GEMM inputs to 11 significant bits
 # (2^-11 ≈ 4.9e-4 per element), averaged over the tokens of a step's loss.
-TOLERANCE = {"fp32": 1e-4, "tf32": 2e-3, "bf16": 1e-4, "grid": 1e-4}
+TOLERANCE = {"fp32": 1e-4, "tf32": 2e-3, "bf16": 1e-4, "grid": 1e-4, "bf16_graph": 1e-4}
 # The CPU run each GPU run is compared with: TF32 against fp32 (the CPU build's fp32 is exact).
-CPU_PRECISION = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "grid": "fp32"}
-# The GPU runs: train.precision, whether cuBLAS keeps strict fp32, and the grid on the one GPU.
-GPU_RUN = {"fp32": ("auto", True, ()), "tf32": ("auto", False, ()), "bf16": ("bf16", False, ()),
-           "grid": ("auto", True, ("parallel.tp=2", "parallel.pp=2", "parallel.share_device=true"))}
+CPU_PRECISION = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "grid": "fp32", "bf16_graph": "bf16"}
+# The GPU runs: train.precision, whether cuBLAS keeps strict fp32, its ranks and its own settings:
+# the grid on the one GPU, and bf16 with each action recorded once as a CUDA graph and replayed.
+GRID = ("parallel.tp=2", "parallel.pp=2", "parallel.share_device=true")
+GPU_RUN = {"fp32": ("auto", True, 1, ()), "tf32": ("auto", False, 1, ()), "bf16": ("bf16", False, 1, ()),
+           "grid": ("auto", True, 4, GRID), "bf16_graph": ("bf16", False, 1, ("train.cuda_graph=true",))}
 
 
 def executable(variable):
@@ -50,12 +53,12 @@ def executable(variable):
     return path
 
 
-def losses(exe, out, env, precision, grid=()):
+def losses(exe, out, env, precision, ranks=1, settings=()):
     command = [exe, "run", str(DECK), "--set", f"output.dir={out}", "--set", f"train.precision={precision}"]
-    for setting in SETTINGS + grid:
+    for setting in SETTINGS + settings:
         command += ["--set", setting]
-    if grid:
-        command = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", "4", "--oversubscribe"] + command
+    if ranks > 1:
+        command = [os.environ.get("TRIDENT_MPIEXEC", "mpirun"), "-n", str(ranks), "--oversubscribe"] + command
     proc = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     if proc.returncode == 2 and "no CUDA device is visible" in proc.stderr:
         pytest.skip("skipped: no GPU")
@@ -75,14 +78,14 @@ def cpu_run(precision, tmp_path_factory):
                   precision)
 
 
-@pytest.mark.parametrize("math", ["fp32", "tf32", "bf16", "grid"])
+@pytest.mark.parametrize("math", ["fp32", "tf32", "bf16", "grid", "bf16_graph"])
 def test_gpu_losses_follow_the_cpu_run(tmp_path_factory, tmp_path, math):
     cpu_losses = cpu_run(CPU_PRECISION[math], tmp_path_factory)
-    precision, strict, grid = GPU_RUN[math]
+    precision, strict, ranks, settings = GPU_RUN[math]
     env = dict(os.environ)
     if strict:
         env["NVIDIA_TF32_OVERRIDE"] = "0"  # cuBLAS then ignores the TF32 request
-    gpu = losses(executable("TRIDENT_EXE"), tmp_path, env, precision, grid)
+    gpu = losses(executable("TRIDENT_EXE"), tmp_path, env, precision, ranks, settings)
     assert len(gpu) == len(cpu_losses) == STEPS
     deviation = np.abs(gpu / cpu_losses - 1.0)
     assert np.all(deviation <= TOLERANCE[math]), (

@@ -77,7 +77,8 @@ void print_banner_head(std::ostream& out, const RunSummary& run) {
       << (run.eval.empty() ? "" : "  eval    " + run.eval + "\n") << describe_pipeline(run) << "  BLAS    "
       << run.blas.library << " | core " << run.blas.core
       << (run.blas.core_note.empty() ? "" : " (" + run.blas.core_note + ")") << " | " << run.blas.threads << " thread(s) | "
-      << describe_matmul_precision(deck.train.precision) << "\n";
+      << describe_matmul_precision(deck.train.precision)
+      << (deck.train.cuda_graph ? " | CUDA graphs: each action recorded at its second run, then replayed" : "") << "\n";
   if (!run.mpi.empty()) out << "  MPI     " << run.mpi << "\n";
 }
 

@@ -263,6 +263,7 @@ BackgroundSave::BackgroundSave(const Deck& deck, const ProcessGrid& grid, const 
                                     slices(deck, grid, params, impl_->host, false),
                                     checkpoint_attributes(deck, step, data));
   });
+  copied_s_ = steady_seconds();
   writer_ = std::thread([this, pause_s] {
     lower_this_threads_priority();
     write_start_s_ = steady_seconds();

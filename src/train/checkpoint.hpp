@@ -69,6 +69,9 @@ class BackgroundSave {
   int step() const { return step_; }
   std::int64_t bytes_copied() const { return bytes_copied_; }  // to host memory: none where the rank writes nothing
   bool written_here() const { return written_here_.load(); }  // this rank's thread is over
+  // When the copies and the file's creation were done, just before the thread started
+  // (steady_seconds(), the thread's clock: so the write starts no earlier on any conversion).
+  double copied_s() const { return copied_s_; }
   // After commit: this rank's bytes of data and when its thread wrote them (steady_seconds()).
   std::int64_t bytes_written() const;
   double write_start_s() const { return write_start_s_; }
@@ -86,6 +89,7 @@ class BackgroundSave {
   std::int64_t bytes_copied_ = 0;
   double blocked_s_ = 0.0;  // the copies and the file's creation; then waiting and committing
   double started_;          // MPI_Wtime
+  double copied_s_ = 0.0;
   double write_start_s_ = 0.0, write_end_s_ = 0.0;  // set by the thread
   std::atomic<bool> written_here_{false};
   std::thread writer_;

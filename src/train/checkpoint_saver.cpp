@@ -47,7 +47,7 @@ bool CheckpointSaver::save(const SavedState& state, bool last_chance, bool read_
       in_flight_ = std::make_unique<BackgroundSave>(deck_, grid_, state.params, state.optimizer, state.step,
                                                     state.data, std::move(buffers_));
       in_flight_copy_start_ = start;
-      in_flight_copy_end_ = run_clock_();
+      in_flight_copy_end_ = in_flight_->copied_s() + steady_to_run_clock_;
     } else {
       const std::int64_t bytes =
           save_checkpoint(deck_, grid_, state.params, state.optimizer, state.step, state.data, log_);

@@ -10,11 +10,12 @@
 #   bash bench/gpu_check.sh [KIT] [OUT]     (defaults: gpu-kit.tar.xz, $OUT or gpu-check-out)
 # Steps, in the order they run (the GPU build's defaults: cuBLASLt's fused epilogues, and under bf16
 # our flash-attention kernels; "plain" is TRIDENT_FUSED_EPILOGUES=0 TRIDENT_FLASH_ATTENTION=0; "next"
-# the candidates for the next defaults, not run on a GPU before: TRIDENT_FLASH_VERSION=2
+# the candidates for the next defaults, not run on a GPU before: TRIDENT_FLASH_VERSION=3
 # TRIDENT_WARP_ROWS=1):
 #   node         nvidia-smi; every library of the kit's executables resolves
 #   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS, our flash-attention kernels against the
-#                CPU build's tiled attention (bf16); libraries_next: version 2 of the flash kernels
+#                CPU build's tiled attention (bf16); libraries_v3 and libraries_v2: versions 3 and 2 of
+#                the flash kernels
 #   graph        train.cuda_graph's recorded actions replayed on a small model against the same steps
 #                run directly (tests/model/graphed_stage_test.cpp)
 #   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4
@@ -24,14 +25,15 @@
 #   gpt2         GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
 #                bf16-sdpa-compile (issue 36's target); gpt2_next: trident with "next"; gpt2_graph:
 #                with train.cuda_graph = true (each action a CUDA graph, replayed)
-#   llama_1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
+#   llama_1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same;
+#                gpt2_v2 and llama_1b_v2 (later): with version 2 of the flash kernels and warp rows
 #   census       bench/step_census on the GPU build in bf16: one step's launches, products and host waits
 #   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16, with "next" and
 #                without: the device's milliseconds per kernel label and per product, and the
 #                step's time no kernel covers (OUT/profile_*.json); on an H100 or H200 also each one's
 #                time predicted from its declared cost by the card's machine file (--machine), the
 #                table of predicted against measured in the log and the summary
-#   ncu_flash    Nsight Compute's view of the flash kernels (versions 1 and 2) at GPT-2's shape
+#   ncu_flash    Nsight Compute's view of the flash kernels (versions 3 and 2) at GPT-2's shape
 #   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0); the
 #                kernel tests also with the row kernels a warp per row
 #   the rest     GPT-2 in TF32 against PyTorch tf32-explicit (the first GPU run's comparison) and in
@@ -136,13 +138,15 @@ llama_shape=(model.layers=16 model.d_model=2048 model.heads=32 model.kv_heads=8 
 export kit repo python out
 export -f node_check equivalence bench census profile machine_file
 plain=(TRIDENT_FLASH_ATTENTION=0 TRIDENT_FUSED_EPILOGUES=0)
-next=(TRIDENT_FLASH_VERSION=2 TRIDENT_WARP_ROWS=1)
+next=(TRIDENT_FLASH_VERSION=3 TRIDENT_WARP_ROWS=1)
+version_2=(TRIDENT_FLASH_VERSION=2 TRIDENT_WARP_ROWS=1)
 llama_batch=4
 
 step node 10 node_check
 [ "$(gpu_memory_gib)" -lt 100 ] && llama_batch=2
 step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests"
-step libraries_next 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
+step libraries_v3 20 TRIDENT_FLASH_VERSION=3 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
+step libraries_v2 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
 step graph 20 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
 step equivalence 70 equivalence
 step equivalence_next 60 "${next[@]}" equivalence
@@ -152,6 +156,8 @@ step gpt2_graph 25 bench --configs gpt2-1024 --precision bf16 --torch none --set
 step llama_1b 130 bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
   --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
 step llama_1b_next 40 "${next[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
+step gpt2_v2 25 "${version_2[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
+step llama_1b_v2 40 "${version_2[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
 step census 20 census --set train.precision=bf16
 step profile_gpt2_bf16_next 20 "${next[@]}" profile gpt2_bf16_next tiny.toml "${gpt2_shape[@]}" train.precision=bf16
 step profile_llama_1b_bf16_next 40 "${next[@]}" profile llama_1b_bf16_next llama-tiny.toml "${llama_shape[@]}" \
@@ -160,9 +166,9 @@ step profile_gpt2_bf16 20 profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.p
 step profile_llama_1b_bf16 40 profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
   schedule.micro_batch_size="$llama_batch" train.precision=bf16
 # Nsight Compute on the second step's last forward and the first dQ and dK-dV launches (step 1 and
-# 11 of 12 layers' forwards skipped) at GPT-2's shape, both
-# versions: throughput against the peaks, occupancy, and where the warps stall.
-for version in 1 2; do
+# 11 of 12 layers' forwards skipped) at GPT-2's shape, versions 3 and 2: throughput against the
+# peaks, occupancy, and where the warps stall.
+for version in 3 2; do
   step "ncu_flash_v$version" 60 TRIDENT_FLASH_VERSION=$version ncu --target-processes all --kernel-name regex:flash_ \
     --launch-skip 47 --launch-count 3 --section SpeedOfLight --section Occupancy --section WarpStateStats \
     "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
@@ -185,7 +191,8 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
 {
   echo
   echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 gpt2_next gpt2_graph llama_1b llama_1b_next gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
+  for name in gpt2 gpt2_next gpt2_graph llama_1b llama_1b_next gpt2_v2 llama_1b_v2 gpt2_tf32 gpt2_bf16_plain \
+              llama_1b_plain; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name"

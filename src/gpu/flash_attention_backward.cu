@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gpu/flash_attention.hpp"
+#include "gpu/flash_attention_mma.cuh"
 #include "gpu/flash_attention_tiles.cuh"
 
 namespace trident {
@@ -217,9 +218,146 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   store_rows<HD>(t.dv + kv_first, t.kv_ld, key0, t.T, scores, 1.0f);
 }
 
+// Version 3's gradient of the scores in registers (flash_attention_mma.cuh): s[16, N] becomes
+// P = exp2(s·scale − lse) where visible (else 0) and dp[16, N] becomes dS = P ∘ (dP − D); the
+// statistics of element (r, c) are lse(r, c) and dot(r, c), of its query.
+template <int N, class Visible, class Statistic>
+__device__ void score_gradients(float (&s)[N / 8][4], float (&dp)[N / 8][4], float scale_log2, Visible visible,
+                                Statistic lse, Statistic dot) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p = visible(j, e) ? exp2f(s[j][e] * scale_log2 - lse(j, e)) : 0.0f;
+      s[j][e] = p;
+      dp[j][e] = p * (dp[j][e] - dot(j, e));
+    }
+}
+
+// Version 3 of dQ's launch: a query tile's scores, dP and dQ in registers; D as version 2 takes it.
+template <int HD>
+__global__ void __launch_bounds__(kThreads) flash_query_grads_mma(Tensors t) {
+  using S = Smem<HD>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const QueryTileBlock at(t);
+  const Lane lane(at.lane);
+  SharedPieces shared{smem};
+  bf16* qs = shared.take<bf16>(S::tile);
+  bf16* dos = shared.take<bf16>(S::tile);
+  bf16* ks = shared.take<bf16>(S::tile);
+  bf16* vs = shared.take<bf16>(S::tile);
+  float* lse = shared.take<float>(S::row_stats) + at.warp * kWarpRows;  // the warp's rows
+  float* dot = lse + kTile;
+  const long q_first = static_cast<long>(at.b) * t.T * t.q_ld + at.h * HD;
+  const long out_first = static_cast<long>(at.b) * t.T * t.out_ld + at.h * HD;
+  const long kv_first = static_cast<long>(at.b) * t.T * t.kv_ld + static_cast<long>(at.g) * HD;
+  const long stat_first = (static_cast<long>(at.b) * t.heads + at.h) * t.T;
+
+  load_tile<HD, 2>(qs, t.q + q_first, t.q_ld, at.q0, t.T);
+  load_tile<HD, 2>(dos, t.dout + out_first, t.out_ld, at.q0, t.T);
+  row_statistics_at_once<HD>(t, RowStatistics{dot, lse, out_first, stat_first, at.row0}, at.lane);
+  __syncwarp();
+  const float row_lse[2] = {lse[lane.group], lse[lane.group + 8]}, row_dot[2] = {dot[lane.group], dot[lane.group + 8]};
+  const auto statistic = [](const float (&rows)[2]) { return [&rows](int, int e) { return rows[e / 2]; }; };
+  float dq[HD / 8][4];
+  zero<HD>(dq);
+  for (int k0 = 0; k0 <= at.q0; k0 += kTile) {
+    __syncthreads();  // every warp is done with the previous k and v tiles
+    load_tile<HD, 2>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
+    load_tile<HD, 2>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
+    __syncthreads();
+    float s[kTile / 8][4], ds[kTile / 8][4];
+    scores_of<HD, kTile>(s, qs + at.warp * kWarpRows * S::ld, ks, at.lane);
+    scores_of<HD, kTile>(ds, dos + at.warp * kWarpRows * S::ld, vs, at.lane);
+    const bool edge = k0 == at.q0 || at.q0 + kTile > t.T;  // the diagonal, or rows past T
+    const auto visible = [&](int j, int e) {
+      const int row = at.row0 + lane.row(e);
+      return !edge || (k0 + 8 * j + lane.column(e) <= row && row < t.T);
+    };
+    score_gradients<kTile>(s, ds, t.scale_log2, visible, statistic(row_lse), statistic(row_dot));
+    std::uint32_t a[kTile / 16][4];
+    as_a_operand<kTile>(a, ds);
+    accumulate<HD, kTile>(dq, a, ks, at.lane);
+  }
+  __syncthreads();  // every warp is done with k and v: their space stages dQ
+  float* staging = reinterpret_cast<float*>(ks) + at.warp * kWarpRows * S::acc_ld;
+  stage<HD>(staging, dq, at.lane);
+  __syncwarp();
+  store_rows<HD>(t.dq + q_first, t.q_ld, at.row0, t.T, staging, t.scale_log2 * kLn2);
+}
+
+// Version 3 of dK, dV's launch: per query tile (kKeyGradsQueries<HD> queries) a warp's Sᵀ and
+// dPᵀ for its 16 keys in registers, Pᵀ and dSᵀ the A operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
+template <int HD>
+__global__ void __launch_bounds__(kThreads) flash_key_grads_mma(Tensors t) {
+  using S = Smem<HD>;
+  constexpr int kQueries = kKeyGradsQueries<HD>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = threadIdx.x / 32, g = blockIdx.y, b = blockIdx.z, group = t.heads / t.kv_heads;
+  const int k0 = blockIdx.x * kTile, key0 = k0 + warp * kWarpRows;
+  const Lane lane(threadIdx.x % 32);
+  SharedPieces shared{smem};
+  bf16* ks = shared.take<bf16>(S::tile);
+  bf16* vs = shared.take<bf16>(S::tile);
+  bf16* qs = shared.take<bf16>(MmaSmem<HD>::query_tile);
+  bf16* dos = shared.take<bf16>(MmaSmem<HD>::query_tile);
+  float* lse = shared.take<float>(2 * kQueries * 4);  // of the query tile's rows
+  float* dot = lse + kQueries;
+  const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
+
+  load_tile<HD, 2>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
+  load_tile<HD, 2>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
+  float dk[HD / 8][4], dv[HD / 8][4];
+  zero<HD>(dk);
+  zero<HD>(dv);
+  const auto statistic = [&lane](const float* queries) {
+    return [queries, &lane](int j, int e) { return queries[8 * j + lane.column(e)]; };
+  };
+  for (int h = g * group; h < (g + 1) * group; ++h) {
+    const long q_first = static_cast<long>(b) * t.T * t.q_ld + h * HD;
+    const long out_first = static_cast<long>(b) * t.T * t.out_ld + h * HD;
+    const long stat_first = (static_cast<long>(b) * t.heads + h) * t.T;
+    for (int q0 = k0; q0 < t.T; q0 += kQueries) {
+      __syncthreads();  // every warp is done with the previous query tile
+      load_tile<HD, 2, kQueries>(qs, t.q + q_first, t.q_ld, q0, t.T);
+      load_tile<HD, 2, kQueries>(dos, t.dout + out_first, t.out_ld, q0, t.T);
+      for (int i = threadIdx.x; i < kQueries; i += kThreads) {
+        const bool inside = q0 + i < t.T;
+        lse[i] = inside ? t.log_sum_exp[stat_first + q0 + i] * kLog2e : 0.0f;
+        dot[i] = inside ? t.dots[stat_first + q0 + i] : 0.0f;
+      }
+      __syncthreads();
+      float s[kQueries / 8][4], ds[kQueries / 8][4];
+      scores_of<HD, kQueries>(s, ks + warp * kWarpRows * S::ld, qs, threadIdx.x % 32);
+      scores_of<HD, kQueries>(ds, vs + warp * kWarpRows * S::ld, dos, threadIdx.x % 32);
+      const bool edge = q0 < k0 + kTile || q0 + kQueries > t.T;  // the diagonal, or queries past T
+      const auto visible = [&](int j, int e) {
+        const int query = q0 + 8 * j + lane.column(e);
+        return !edge || (key0 + lane.row(e) <= query && query < t.T);
+      };
+      score_gradients<kQueries>(s, ds, t.scale_log2, visible, statistic(lse), statistic(dot));
+      std::uint32_t a[kQueries / 16][4];
+      as_a_operand<kQueries>(a, s);
+      accumulate<HD, kQueries>(dv, a, dos, threadIdx.x % 32);
+      as_a_operand<kQueries>(a, ds);
+      accumulate<HD, kQueries>(dk, a, qs, threadIdx.x % 32);
+    }
+  }
+  __syncthreads();  // every warp is done with k and v: their space stages dK, then dV
+  float* staging = reinterpret_cast<float*>(ks) + warp * kWarpRows * S::acc_ld;
+  stage<HD>(staging, dk, threadIdx.x % 32);
+  __syncwarp();
+  store_rows<HD>(t.dk + kv_first, t.kv_ld, key0, t.T, staging, t.scale_log2 * kLn2);
+  __syncwarp();
+  stage<HD>(staging, dv, threadIdx.x % 32);
+  __syncwarp();
+  store_rows<HD>(t.dv + kv_first, t.kv_ld, key0, t.T, staging, 1.0f);
+}
+
 template <int HD>
 void query_grads(const Tensors& t, int B, cudaStream_t stream) {
   const dim3 grid(tiles(t.T), t.heads, B);
+  if (version() == 3) return launch<flash_query_grads_mma<HD>, MmaSmem<HD>::query_grads>(grid, t, stream);
   if (version() == 2) return launch<flash_query_grads<HD, 2>, Smem<HD>::query_grads>(grid, t, stream);
   launch<flash_query_grads<HD, 1>, Smem<HD>::query_grads>(grid, t, stream);
 }
@@ -227,6 +365,7 @@ void query_grads(const Tensors& t, int B, cudaStream_t stream) {
 template <int HD>
 void key_grads(const Tensors& t, int B, cudaStream_t stream) {
   const dim3 grid(tiles(t.T), t.kv_heads, B);
+  if (version() == 3) return launch<flash_key_grads_mma<HD>, MmaSmem<HD>::key_grads>(grid, t, stream);
   if (version() == 2) return launch<flash_key_grads<HD, 2>, Smem<HD>::key_grads>(grid, t, stream);
   launch<flash_key_grads<HD, 1>, Smem<HD>::key_grads>(grid, t, stream);
 }

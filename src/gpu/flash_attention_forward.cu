@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "gpu/flash_attention.hpp"
+#include "gpu/flash_attention_mma.cuh"
 #include "gpu/flash_attention_tiles.cuh"
 
 namespace trident {
@@ -162,9 +163,104 @@ __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
   store_rows<HD>(t.out_w + static_cast<long>(b) * t.T * t.out_ld + h * HD, t.out_ld, row0, t.T, acc, 1.0f);
 }
 
+// Version 3's online-softmax step over one key tile, in a warp's registers (flash_attention_mma.cuh):
+// its scores s[16, 64] (rows row0 + Lane::row, keys k0 + 8j + Lane::column) scaled, masked on the
+// diagonal tile, and replaced by their probabilities; the lane's two rows' running maximum and
+// partial sums (over its columns) take the tile in, and the output accumulator is rescaled.
+template <int HD>
+struct RegisterSoftmax {
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+
+  __device__ void take(float (&s)[kTile / 8][4], float (&out)[HD / 8][4], const Lane& lane, int row0, int k0,
+                       bool diagonal, float scale_log2) {
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < kTile / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool visible = !diagonal || k0 + 8 * j + lane.column(e) <= row0 + lane.row(e);
+        s[j][e] = visible ? s[j][e] * scale_log2 : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+      }
+    float correction[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {  // key k0 is visible to every row (k0 <= row0): the maximum is finite
+      const float new_max = fmaxf(row_max[i], group_max(tile_max[i]));
+      correction[i] = exp2f(row_max[i] - new_max);
+      row_max[i] = new_max;
+    }
+#pragma unroll
+    for (int j = 0; j < kTile / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = exp2f(s[j][e] - row_max[e / 2]);
+        sum[e / 2] += s[j][e];
+      }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) row_sum[i] = row_sum[i] * correction[i] + sum[i];
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out[n][e] *= correction[e / 2];
+  }
+};
+
+// Version 3: out = softmax(q·kᵀ)·v for a query tile with its scores and output in registers.
+template <int HD>
+__global__ void __launch_bounds__(kThreads) flash_forward_mma(Tensors t) {
+  using S = Smem<HD>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const QueryTileBlock at(t);
+  const Lane lane(at.lane);
+  SharedPieces shared{smem};
+  bf16* qs = shared.take<bf16>(S::tile);
+  bf16* ks = shared.take<bf16>(S::tile);
+  bf16* vs = shared.take<bf16>(S::tile);
+  const long kv_first = static_cast<long>(at.b) * t.T * t.kv_ld + static_cast<long>(at.g) * HD;
+  const bf16* warp_q = qs + at.warp * kWarpRows * S::ld;
+
+  load_tile<HD, 2>(qs, t.q + static_cast<long>(at.b) * t.T * t.q_ld + at.h * HD, t.q_ld, at.q0, t.T);
+  float out[HD / 8][4];
+  zero<HD>(out);
+  RegisterSoftmax<HD> softmax;
+  for (int k0 = 0; k0 <= at.q0; k0 += kTile) {
+    __syncthreads();  // every warp is done with the previous k and v tiles
+    load_tile<HD, 2>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
+    load_tile<HD, 2>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
+    __syncthreads();
+    float s[kTile / 8][4];
+    scores_of<HD, kTile>(s, warp_q, ks, at.lane);
+    softmax.take(s, out, lane, at.row0, k0, k0 == at.q0, t.scale_log2);
+    std::uint32_t p[kTile / 16][4];
+    as_a_operand<kTile>(p, s);
+    accumulate<HD, kTile>(out, p, vs, at.lane);
+  }
+
+  float* lse = t.log_sum_exp_w + (static_cast<long>(at.b) * t.heads + at.h) * t.T;
+  float inverse[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float sum = group_sum(softmax.row_sum[i]);
+    const int row = at.row0 + lane.group + 8 * i;
+    inverse[i] = 1.0f / sum;
+    if (lane.pair == 0 && row < t.T) lse[row] = (softmax.row_max[i] + log2f(sum)) * kLn2;
+  }
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[n][e] *= inverse[e / 2];
+  __syncthreads();  // every warp is done with k and v: their space stages the output
+  float* staging = reinterpret_cast<float*>(ks) + at.warp * kWarpRows * S::acc_ld;
+  stage<HD>(staging, out, at.lane);
+  __syncwarp();
+  store_rows<HD>(t.out_w + static_cast<long>(at.b) * t.T * t.out_ld + at.h * HD, t.out_ld, at.row0, t.T, staging,
+                 1.0f);
+}
+
 template <int HD>
 void forward(const Tensors& t, int B, cudaStream_t stream) {
   const dim3 grid(tiles(t.T), t.heads, B);
+  if (version() == 3) return launch<flash_forward_mma<HD>, MmaSmem<HD>::forward>(grid, t, stream);
   if (version() == 2) return launch<flash_forward<HD, 2>, Smem<HD>::forward>(grid, t, stream);
   launch<flash_forward<HD, 1>, Smem<HD>::forward>(grid, t, stream);
 }

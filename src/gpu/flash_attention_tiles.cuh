@@ -10,12 +10,13 @@
 // The exponentials are base 2 on scores pre-multiplied by log2(e)·scale, as FlashAttention does.
 // Rows past T are computed on zeros and never written.
 //
-// Two versions of the kernels, a template parameter V: 1 as an H200 first ran them (2026-11-27:
+// Versions 1 and 2 of the kernels, a template parameter V: 1 as an H200 first ran them (2026-11-27:
 // equal to the tiled kernel, 28-54 TFLOP/s), and 2 (TRIDENT_FLASH_VERSION=2; not run on a GPU yet)
 // with what that run's profile pointed at: a tile's 16-byte loads all issued before the first is
 // converted (version 1 waits for each load in turn: a branch per row past T), and forward's
 // softmax and dQ's row statistics a row's half per lane, the warp's 16 rows at once (version 1
-// walks them one after another, with shuffle reductions and waited-for loads each).
+// walks them one after another, with shuffle reductions and waited-for loads each). Version 3
+// (flash_attention_mma.cuh) keeps these tiles and loads and multiplies in registers instead.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -87,7 +88,7 @@ __device__ inline float warp_sum(float x) {
   return x;
 }
 
-// Rows [first, first + 64) of an fp32 tensor (HD columns from `src`, rows `ld` floats apart) into
+// Rows [first, first + Rows) of an fp32 tensor (HD columns from `src`, rows `ld` floats apart) into
 // a bf16 tile, rows past T as zeros. The block's threads share it, four floats each at a time;
 // version 2 issues up to eight of a thread's loads before converting any (a row past T reads row
 // T − 1 and drops it), version 1 one load at a time.
@@ -99,11 +100,11 @@ __device__ void store_bf16(bf16* tile, int i, float4 x) {
   to[1] = __floats2bfloat162_rn(x.z, x.w);
 }
 
-template <int HD, int V>
+template <int HD, int V, int Rows = kTile>
 __device__ void load_tile(bf16* tile, const float* __restrict__ src, long ld, int first, int T) {
   constexpr int chunks = HD / 4;
   if constexpr (V == 1) {
-    for (int i = threadIdx.x; i < kTile * chunks; i += kThreads) {
+    for (int i = threadIdx.x; i < Rows * chunks; i += kThreads) {
       const int row = i / chunks, column = 4 * (i % chunks);
       float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (first + row < T) x = __ldg(reinterpret_cast<const float4*>(src + (first + row) * ld + column));
@@ -114,9 +115,9 @@ __device__ void load_tile(bf16* tile, const float* __restrict__ src, long ld, in
   } else {
     // One batch of loads up to HD 64 (8 a thread); at HD 96 and 128, where dK and dV's accumulators
     // fill the registers, batches of 6 and 4, one after another (unrolled, they spilled).
-    constexpr int per_thread = kTile * chunks / kThreads;  // 2, 4, 8, 12, 16 for HD 16 … 128
+    constexpr int per_thread = Rows * chunks / kThreads;  // 64 rows: 2, 4, 8, 12, 16 for HD 16 … 128
     constexpr int batch = HD == 96 ? 6 : HD == 128 ? 4 : per_thread;
-    static_assert(kTile * chunks % kThreads == 0 && per_thread % batch == 0, "whole batches of loads");
+    static_assert(Rows * chunks % kThreads == 0 && per_thread % batch == 0, "whole batches of loads");
 #pragma unroll 1
     for (int j0 = 0; j0 < per_thread; j0 += batch) {
       float4 x[batch];
@@ -211,9 +212,11 @@ void launch(dim3 grid, const Tensors& t, cudaStream_t stream) {
 
 inline int tiles(int T) { return (T + kTile - 1) / kTile; }
 
-// The kernels' version (TRIDENT_FLASH_VERSION: 1, the default, or 2), read once.
+// The kernels' version (TRIDENT_FLASH_VERSION: 1, the default, 2 or 3), read once.
 inline int version() {
-  static const int chosen = environment_says("TRIDENT_FLASH_VERSION", "2") ? 2 : 1;
+  static const int chosen = environment_says("TRIDENT_FLASH_VERSION", "3")   ? 3
+                            : environment_says("TRIDENT_FLASH_VERSION", "2") ? 2
+                                                                             : 1;
   return chosen;
 }
 

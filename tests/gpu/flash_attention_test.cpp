@@ -104,6 +104,13 @@ TEST(FlashAttention, MatchesTheTiledKernelOnGroupedQueryHeads) {
   expect_flash_matches_tiled(Case(2, 96, 6, 3, 32));
 }
 
+// Whole tiles only (T a multiple of 64), so that the kernels' tiles off the diagonal run unmasked,
+// and four query heads to a key/value head, as Llama 3.2 1B has them.
+TEST(FlashAttention, MatchesTheTiledKernelOverWholeTilesOfALlamaGroup) {
+  TRIDENT_SKIP_WITHOUT_GPU();
+  expect_flash_matches_tiled(Case(1, 320, 4, 1, 64));
+}
+
 TEST(FlashAttention, MatchesTheTiledKernelOnShortSequencesAndSmallHeads) {
   TRIDENT_SKIP_WITHOUT_GPU();
   expect_flash_matches_tiled(Case(3, 17, 2, 1, 16));

@@ -4,7 +4,9 @@ accumulator goes to local memory, many times slower), and the PTX must show what
 written to do: its products on the tensor cores (wmma.mma.sync bf16 -> fp32) and its tiles loaded
 and its rows stored 16 bytes at a time; in version 2 of the kernels, a thread's loads of a tile
 issued one after another with no branch between (so their latencies overlap) and forward's
-probabilities written to shared memory 16 bytes at a time."""
+probabilities written to shared memory 16 bytes at a time; in version 3 (flash_attention_mma.cuh),
+products as PTX's mma.sync m16n8k16 on operands that ldmatrix reads (transposed for the products
+with a tile down its columns), and no WMMA, whose fragments went through shared memory."""
 import os
 import re
 import subprocess
@@ -66,12 +68,14 @@ def ptx_by_entry(ptx):
 
 
 def entry(table, kernel, head_dim, version):
-    names = [name for name in table if f"{kernel}ILi{head_dim}ELi{version}E" in name]
+    """Versions 1 and 2 are kernel<HD, V>; version 3 is kernel_mma<HD>."""
+    mangled = f"{kernel}_mmaILi{head_dim}EE" if version == 3 else f"{kernel}ILi{head_dim}ELi{version}E"
+    names = [name for name in table if mangled in name]
     assert len(names) == 1, f"{kernel}<{head_dim}, {version}> among {sorted(table)}"
     return table[names[0]]
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", VERSIONS + [3])
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
 def test_no_spills_and_no_stack(build, kernel, head_dim, version):
@@ -113,3 +117,16 @@ def test_version_2_issues_a_tiles_loads_together(build, kernel, head_dim):
 @pytest.mark.parametrize("head_dim", HEAD_DIMS)
 def test_version_2_writes_probabilities_16_bytes_at_a_time(build, head_dim):
     assert re.search(r"st\.shared\.v4\.(b32|u32)", entry(build[1], "flash_forward", head_dim, 2))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+def test_version_3_multiplies_in_registers_from_ldmatrix_operands(build, kernel, head_dim):
+    body = entry(build[1], kernel, head_dim, 3)
+    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", body)
+    assert "wmma" not in body, "no WMMA fragment goes through shared memory"
+    assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", body), "scores' operands by ldmatrix"
+    assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16", body), "P·V's, dS·K's by ldmatrix.trans"
+    assert re.search(r"ld\.global\.nc\.v4\.f32", body), "tiles loaded 16 bytes at a time"
+    assert re.search(r"st\.global(\.wb)?\.v4\.f32", body), "rows stored 16 bytes at a time"
+    assert not re.search(r"\b(ld|st)\.local\b", body), "nothing in local memory"

@@ -45,7 +45,8 @@ struct Operand {
   }
 };
 
-// An activation whose only readers are matrix products (GELU's and SwiGLU's outputs, the norms'),
+// An activation whose only readers are matrix products (GELU's and SwiGLU's outputs, the norms';
+// also a gradient, SwiGLU's backward's d(gate | up)),
 // stored as they read it: bf16 bits under train.precision = "bf16", which halves its memory and
 // spares every product that reads it a rounding pass; fp32 otherwise. At most one of the two is set
 // (neither while a stash's layout is only being counted).

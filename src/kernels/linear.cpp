@@ -28,7 +28,7 @@ void linear_gelu_forward(GemmContext& context, ProductInput y, float* pre_gelu, 
   gemm(context, false, false, rows, out, in, 1.0f, x, in, w, out, 0.0f, y.fp32, out, epilogue);
 }
 
-void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
+void linear_backward_input(GemmContext& context, float* dx, Operand dy, const float* w, int rows, int in, int out,
                            WeightLayout layout, int dx_ld) {
   const bool out_in = layout == WeightLayout::out_in;
   gemm(context, false, !out_in, rows, in, out, 1.0f, dy, out, w, out_in ? in : out, 0.0f, dx, dx_ld > 0 ? dx_ld : in);
@@ -42,8 +42,9 @@ void linear_backward_input_through_gelu(GemmContext& context, float* dz, float* 
   gemm(context, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dz, in, epilogue);
 }
 
-void linear_backward_weight(GemmContext& context, float* dw, float* dbias, Operand x, const float* dy, int rows,
+void linear_backward_weight(GemmContext& context, float* dw, float* dbias, Operand x, Operand dy, int rows,
                             int in, int out, WeightLayout layout) {
+  if (dbias && !dy.fp32) throw std::logic_error("linear_backward_weight: a bias gradient of a bf16 output gradient");
   if (layout == WeightLayout::out_in) {  // dw[out, in] += dyᵀ · x: dy is A there (Llama: no biases)
     if (dbias) throw std::logic_error("linear_backward_weight: a bias with an [out, in] weight");
     gemm(context, true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);

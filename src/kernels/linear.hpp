@@ -23,7 +23,7 @@ void linear_gelu_forward(GemmContext& context, ProductInput y, float* pre_gelu, 
                          const float* bias, int rows, int in, int out);
 
 // dx[rows, in] = dy[rows, out] · wᵀ   (overwrites dx; its rows dx_ld floats apart, 0: in)
-void linear_backward_input(GemmContext& context, float* dx, const float* dy, const float* w, int rows, int in, int out,
+void linear_backward_input(GemmContext& context, float* dx, Operand dy, const float* w, int rows, int in, int out,
                            WeightLayout layout = WeightLayout::in_out, int dx_ld = 0);
 
 // The input gradient of a layer whose input was gelu(z) (GPT-2's MLP projection, Conv1D layout),
@@ -32,8 +32,8 @@ void linear_backward_input(GemmContext& context, float* dx, const float* dy, con
 void linear_backward_input_through_gelu(GemmContext& context, float* dz, float* dz_bias, const float* dy,
                                         const float* w, const float* z, int rows, int in, int out);
 
-// dw += xᵀ · dy (in the weight's layout);  dbias[out] += Σ_rows dy (no bias: null)
-void linear_backward_weight(GemmContext& context, float* dw, float* dbias, Operand x, const float* dy, int rows,
+// dw += xᵀ · dy (in the weight's layout);  dbias[out] += Σ_rows dy (no bias: null; a bias needs dy in fp32)
+void linear_backward_weight(GemmContext& context, float* dw, float* dbias, Operand x, Operand dy, int rows,
                             int in, int out, WeightLayout layout = WeightLayout::in_out);
 
 }  // namespace trident

@@ -24,19 +24,18 @@ void swiglu_forward(ProductInput h, const float* gate_up, int rows, int F) {
   });
 }
 
-void swiglu_backward(float* d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F) {
+void swiglu_backward(ProductInput d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F) {
   const double n = static_cast<double>(rows) * F;
-  declare_kernel_cost(KernelCost::of_floats(3.0 * n, 2.0 * n, 12.0 * n));
+  declare_kernel_cost(KernelCost::of_floats(3.0 * n, d_gate_up.bf16 ? n : 2.0 * n, 12.0 * n));
   for_each_row("swiglu_backward", rows, KOKKOS_LAMBDA(const RowTeam& team, int r) {
     const float* gate = gate_up + 2L * F * r;
     const float* up = gate + F;
     const float* dh_row = dh + dh_ld * r;
-    float* dgate = d_gate_up + 2L * F * r;
-    float* dup = dgate + F;
+    const long dgate = 2L * F * r, dup = dgate + F;
     row_for(team, 0, F, [&](int c) {
       const float g = gate[c], s = sigmoid(g), d = dh_row[c];
-      dgate[c] = d * up[c] * s * (1.0f + g * (1.0f - s));
-      dup[c] = d * g * s;
+      store(d_gate_up, dgate + c, d * up[c] * s * (1.0f + g * (1.0f - s)));
+      store(d_gate_up, dup + c, d * g * s);
     });
   });
 }

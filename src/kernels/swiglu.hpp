@@ -11,8 +11,9 @@ namespace trident {
 void swiglu_forward(ProductInput h, const float* gate_up, int rows, int F);
 
 // The gradients w.r.t. gate and up, in the same layout: d_gate_up[r, c] = dh · up · silu'(gate),
-// d_gate_up[r, F + c] = dh · silu(gate). dh[r, c] sits at dh[r · dh_ld + c]; it may be the gate
-// half of d_gate_up itself (dh_ld = 2F), read before it is overwritten.
-void swiglu_backward(float* d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F);
+// d_gate_up[r, F + c] = dh · silu(gate), in fp32 or bf16 as it is stored (only products read it).
+// dh[r, c] sits at dh[r · dh_ld + c]; in fp32 it may be the gate half of d_gate_up itself (dh_ld =
+// 2F), read before it is overwritten.
+void swiglu_backward(ProductInput d_gate_up, const float* dh, long dh_ld, const float* gate_up, int rows, int F);
 
 }  // namespace trident

@@ -1,11 +1,13 @@
 #include "model/llama_block.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/attention.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/linear.hpp"
+#include "kernels/matmul_precision.hpp"
 #include "kernels/residual.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/rope.hpp"
@@ -34,6 +36,23 @@ AttentionShape attention_shape(const LayerContext& ctx) {
   const QkvColumns columns(local);
   return {ctx.B, ctx.T, local.heads, local.kv_heads, local.head_dim, columns.width, columns.width, columns.q_width,
           ctx.attention, ctx.positions.documents};
+}
+
+// Where kept.gate_up holds down_proj's input gradient dh and, after SwiGLU's backward, d(gate | up),
+// which only products read: under train.precision = "bf16" d(gate | up) is stored as bf16 in the
+// buffer's first half and dh lies in its second half ([rows, F]: SwiGLU's backward never writes
+// where it reads); otherwise d(gate | up) in fp32 over the whole buffer, dh in each row's gate
+// half, read before it is overwritten.
+struct GateUpGrads {
+  float* dh;
+  long dh_ld;
+  ProductInput d_gate_up;
+};
+
+GateUpGrads gate_up_grads(const LayerContext& ctx, float* kept) {
+  const int F = ctx.local.mlp_width;
+  if (ctx.gemm.precision() != MatmulPrecision::bf16) return {kept, 2L * F, ProductInput(kept)};
+  return {kept + static_cast<long>(ctx.rows()) * F, F, ProductInput::of_bf16(reinterpret_cast<std::uint16_t*>(kept))};
 }
 
 }  // namespace
@@ -111,11 +130,11 @@ const float* mlp_backward(const LayerContext& ctx, const LlamaBlock::Weights& w,
   }
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   step.gather_output_grad(kept.mlp_out);
-  // dh into the gate half of d(gate | up), which swiglu_backward then overwrites in place.
-  linear_backward_input(ctx.gemm, kept.gate_up, kept.mlp_out, w.down_proj, BT, F, C, kLinear, 2 * F);
+  const GateUpGrads grads = gate_up_grads(ctx, kept.gate_up);
+  linear_backward_input(ctx.gemm, grads.dh, kept.mlp_out, w.down_proj, BT, F, C, kLinear, static_cast<int>(grads.dh_ld));
   step.weight_grad_now(LlamaBlock::Linear::down);
-  swiglu_backward(kept.gate_up, kept.gate_up, 2 * F, x.gate_up, BT, F);
-  linear_backward_input(ctx.gemm, step.dln(), kept.gate_up, w.gate_up_proj, BT, C, 2 * F, kLinear);
+  swiglu_backward(grads.d_gate_up, grads.dh, grads.dh_ld, x.gate_up, BT, F);
+  linear_backward_input(ctx.gemm, step.dln(), grads.d_gate_up, w.gate_up_proj, BT, C, 2 * F, kLinear);
   step.reduce_over_tp_during(LlamaBlock::Linear::gate_up);
   return step.dln_sum();
 }
@@ -156,14 +175,15 @@ void LlamaBlock::linear_weight_grad(Linear layer, const LayerContext& ctx, const
                                     const OutputGrads& kept) {
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   const QkvColumns qkv(ctx.local);
-  auto grad = [&](float* weight_grad, Operand in, const float* out_grad, int in_features, int out_features) {
+  auto grad = [&](float* weight_grad, Operand in, Operand out_grad, int in_features, int out_features) {
     linear_backward_weight(ctx.gemm, weight_grad, nullptr, in, out_grad, BT, in_features, out_features, kLinear);
   };
   switch (layer) {
     case Linear::down:
       return grad(dw.down_proj, x.h, kept.mlp_out, F, C);
     case Linear::gate_up:
-      return grad(dw.gate_up_proj, ctx.gather_rows(x.norm2, ctx.scratch.gathered), kept.gate_up, C, 2 * F);
+      return grad(dw.gate_up_proj, ctx.gather_rows(x.norm2, ctx.scratch.gathered),
+                  gate_up_grads(ctx, kept.gate_up).d_gate_up, C, 2 * F);
     case Linear::o:
       return grad(dw.o_proj, x.atty, kept.attn_out, qkv.q_width, C);
     case Linear::qkv:

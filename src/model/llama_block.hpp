@@ -58,7 +58,7 @@ struct LlamaBlock {
   // Gradients w.r.t. the outputs of the block's projections (q and k before RoPE), as in Gpt2Block.
   struct OutputGrads {
     float* mlp_out;   // [B, T, C]      down_proj's
-    float* gate_up;   // [B, T, 2F/tp]  gate | up
+    float* gate_up;   // [B, T, 2F/tp]  gate | up (bf16 in its first half under bf16: llama_block.cpp)
     float* attn_out;  // [B, T, C]      o_proj's
     float* qkv;       // [B, T, (H + 2·KV)/tp · hd]  q | k | v
   };

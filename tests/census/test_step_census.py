@@ -90,6 +90,16 @@ def test_budget_items_that_hold(family):
     assert not loose, counts["kernels"]
 
 
+def test_llamas_mlp_gives_its_products_bf16_as_stored():
+    """Under bf16 every activation and gradient of Llama's MLP that a product reads is stored as the
+    product reads it: the norm's output, SwiGLU's output and, from its backward, d(gate | up). So
+    the bytes the products round for themselves do not grow with the MLP's width."""
+    def rounded_bytes(ffn_hidden):
+        counts = census("llama", 2, "train.precision=bf16", f"model.ffn_hidden={ffn_hidden}")
+        return counts["kernel_bytes"]["gemm/round_operand"]
+    assert rounded_bytes(256) == rounded_bytes(128)
+
+
 # The GPU's fused attention (src/gpu/flash_attention_*.cu, the GPU build's default under bf16): one
 # launch forward and two backward per layer, whatever the sequences and heads.
 FUSED_ATTENTION_LAUNCHES_PER_LAYER = 3

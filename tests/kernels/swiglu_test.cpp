@@ -67,5 +67,15 @@ TEST(Swiglu, BackwardReadsDhFromTheGateHalf) {
   EXPECT_EQ(to_host(shared), to_host(separate));
 }
 
+// Under bf16 the gradients are stored as the products read them: the fp32 gradients rounded.
+TEST(Swiglu, Bf16BackwardIsTheFp32BackwardRounded) {
+  SwigluCase s;
+  const FloatBuffer dh = random_buffer(rows * F, 3), fp32("fp32", rows * 2 * F);
+  swiglu_backward(fp32.data(), dh.data(), F, s.gate_up.data(), rows, F);
+  const Bf16Buffer bf16("bf16", rows * 2 * F);
+  swiglu_backward(ProductInput::of_bf16(bf16.data()), dh.data(), F, s.gate_up.data(), rows, F);
+  expect_bf16_of(bf16, fp32);
+}
+
 }  // namespace
 }  // namespace trident

@@ -86,14 +86,39 @@ class GemmContext {
   // Under bf16, products read `copy` for operands inside its buffer (Bf16Copy).
   void read_bf16_copy(const Bf16Copy& copy) { bf16_copy_ = copy; }
   const Bf16Copy& bf16_copy() const { return bf16_copy_; }
+  // The bf16 bits a product reads for x[0, n) where they are kept: the weights' copy or a live
+  // RoundedOnce's; null where the product must round x itself.
+  const std::uint16_t* kept_bf16(const float* x, long n) const {
+    const std::uint16_t* kept = bf16_copy_.of(x, n);
+    return kept ? kept : rounded_once_.of(x, n);
+  }
 
   struct Library;  // defined by gemm_cblas.cpp or gemm_cublas.cpp
   Library& library() { return *library_; }
 
  private:
+  friend class RoundedOnce;
   MatmulPrecision precision_;
   Bf16Copy bf16_copy_;
+  Bf16Copy rounded_once_;
   std::unique_ptr<Library> library_;
+};
+
+// An output gradient that both products of its layer's backward read (the input gradient's and,
+// when it runs now, the weight gradient's), rounded to bf16 once for the two under
+// train.precision = "bf16": while a RoundedOnce lives, products read x[0, n) from its copy as they
+// read the weights' kept one (the same bits as rounding x themselves), so nothing may write x.
+// At other precisions, or for n = 0, it does nothing. One lives at a time per context (its copy
+// is the context's; std::logic_error for a second). Defined by the gemm library.
+class RoundedOnce {
+ public:
+  RoundedOnce(GemmContext& context, const float* x, long n);
+  ~RoundedOnce() { context_.rounded_once_ = {}; }
+  RoundedOnce(const RoundedOnce&) = delete;
+  RoundedOnce& operator=(const RoundedOnce&) = delete;
+
+ private:
+  GemmContext& context_;
 };
 
 // What a product does to its result besides C = α·op(A)·op(B) + β·C, in the same call: the bias,

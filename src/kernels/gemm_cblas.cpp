@@ -3,6 +3,8 @@
 // multiplied in fp32.
 #include <cblas.h>
 
+#include <stdexcept>
+
 #include "kernels/blas_core.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_epilogue.hpp"
@@ -35,7 +37,7 @@ const float* operand(GemmContext& context, int slot, Operand x, long n, int drop
   OperandScratch& scratch = context.library().scratch;
   if (dropped != 16) return dropped == 0 ? x.fp32_values() : scratch.rounded(slot, x.fp32_values(), n, dropped);
   if (x.bf16) return scratch.widened(slot, x.bf16, n);
-  if (const std::uint16_t* kept = context.bf16_copy().of(x.fp32, n)) return scratch.widened(slot, kept, n);
+  if (const std::uint16_t* kept = context.kept_bf16(x.fp32, n)) return scratch.widened(slot, kept, n);
   return scratch.rounded(slot, x.fp32, n, dropped);
 }
 
@@ -52,6 +54,17 @@ struct Operands {
 };
 
 }  // namespace
+
+RoundedOnce::RoundedOnce(GemmContext& context, const float* x, long n) : context_(context) {
+  if (context.precision() != MatmulPrecision::bf16 || n == 0) return;
+  if (context.rounded_once_.bits) throw std::logic_error("RoundedOnce: a second one while the first lives");
+  const ProfileRegion product(kProductRegion);
+  std::uint16_t* bits = context.library().scratch.halves(2, n);
+  declare_kernel_cost(KernelCost::of_floats(n, 0.5 * n, n));
+  Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
+                       KOKKOS_LAMBDA(long i) { bits[i] = bf16_bits(x[i]); });
+  context.rounded_once_ = {x, bits, static_cast<std::size_t>(n)};
+}
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,
           Operand b, int ldb, float beta, float* c, int ldc, const Epilogue& epilogue) {

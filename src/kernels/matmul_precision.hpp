@@ -54,7 +54,8 @@ KOKKOS_INLINE_FUNCTION float bf16_value(std::uint16_t bits) {
 long operand_extent(int rows, int columns, int ld, int batches = 1, long stride = 0);
 
 // Device scratch for the two operands of the product in progress: it grows as needed and is
-// reused by the next product (floats, and std::uint16_t for bf16 bits). A GemmContext holds one.
+// reused by the next product (floats, and std::uint16_t for bf16 bits); bf16 slot 2 holds a live
+// RoundedOnce's copy (gemm.hpp). A GemmContext holds one.
 class OperandScratch {
  public:
   float* floats(int slot, long n);
@@ -66,7 +67,7 @@ class OperandScratch {
 
  private:
   FloatBuffer floats_[2];
-  Kokkos::View<std::uint16_t*, MemSpace> halves_[2];
+  Kokkos::View<std::uint16_t*, MemSpace> halves_[3];
 };
 
 }  // namespace trident

@@ -12,6 +12,7 @@
 #include "deck/config.hpp"
 #include "kernels/copy.hpp"
 #include "kernels/device.hpp"
+#include "kernels/gemm.hpp"
 #include "model/activation_arena.hpp"
 #include "model/layer_context.hpp"
 #include "model/param_store.hpp"
@@ -71,6 +72,13 @@ class BlockBackward {
   void gather_output_grad(float* kept_grad) const {
     const float* grad = ctx_.gather_rows(dresidual_, ctx_.scratch.dgathered);
     if (kept_grad != grad) copy_floats(kept_grad, grad, ctx_.hidden_floats());
+  }
+
+  // `grad` (n floats), the output gradient of a linear layer whose two backward products are about to
+  // read it, rounded once for both under bf16 when the weight gradient runs now (a deferred one
+  // rounds its own when it runs): kernels/gemm.hpp's RoundedOnce, alive for the caller's scope.
+  RoundedOnce rounded_for_both(const float* grad, std::size_t n) const {
+    return RoundedOnce(ctx_.gemm, grad, now_ ? static_cast<long>(n) : 0);
   }
 
   void weight_grad_now(typename Block::Linear layer) const {

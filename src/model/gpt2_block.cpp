@@ -55,23 +55,35 @@ void Gpt2Block::backward(const LayerContext& ctx, const Weights& w, const Weight
   const BlockBackward<Gpt2Block> step(ctx, dw, x, dresidual, kept, when);
   // The residual connection passes dresidual on and each branch adds to it through its norm.
   step.gather_output_grad(kept.mlp_out);
-  // c_fc's bias gradient comes with its output gradient, taken back through the GELU.
-  linear_backward_input_through_gelu(ctx.gemm, kept.fch, dw.c_fc_bias, kept.mlp_out, w.mlp_proj_weight, x.fch, BT, mlp,
-                                     C);
-  step.weight_grad_now(Linear::mlp_proj);
-  linear_backward_input(ctx.gemm, step.dln(), kept.fch, w.c_fc_weight, BT, C, mlp);
-  step.reduce_over_tp_during(Linear::c_fc);
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.mlp_out, ctx.hidden_floats());
+    // c_fc's bias gradient comes with its output gradient, taken back through the GELU.
+    linear_backward_input_through_gelu(ctx.gemm, kept.fch, dw.c_fc_bias, kept.mlp_out, w.mlp_proj_weight, x.fch, BT,
+                                       mlp, C);
+    step.weight_grad_now(Linear::mlp_proj);
+  }
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.fch, static_cast<std::size_t>(BT) * mlp);
+    linear_backward_input(ctx.gemm, step.dln(), kept.fch, w.c_fc_weight, BT, C, mlp);
+    step.reduce_over_tp_during(Linear::c_fc);
+  }
   layernorm_backward(dresidual, dw.ln_2_weight, dw.ln_2_bias, step.dln_sum(), x.residual2, x.ln2_mean, x.ln2_rstd,
                      w.ln_2_weight, R, C, ctx.scratch.column_sums);
 
   step.gather_output_grad(kept.attn_out);
-  linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
-  step.weight_grad_now(Linear::attn_proj);
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.attn_out, ctx.hidden_floats());
+    linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.attn_proj_weight, BT, attn, C);
+    step.weight_grad_now(Linear::attn_proj);
+  }
   // Under selective recomputation the probabilities are rebuilt from the stashed q and k.
   ctx.attention_backward(kept.qkv, kept.qkv + attn, kept.qkv + 2 * attn, ctx.scratch.datty, x.qkv, x.qkv + attn,
                          x.qkv + 2 * attn, x.atty, x.att, attention_shape(ctx));
-  linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
-  step.reduce_over_tp_during(Linear::c_attn);
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.qkv, static_cast<std::size_t>(BT) * 3 * attn);
+    linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.c_attn_weight, BT, C, 3 * attn);
+    step.reduce_over_tp_during(Linear::c_attn);
+  }
   layernorm_backward(dresidual, dw.ln_1_weight, dw.ln_1_bias, step.dln_sum(), input, x.ln1_mean, x.ln1_rstd,
                      w.ln_1_weight, R, C, ctx.scratch.column_sums);
 }

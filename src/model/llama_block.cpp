@@ -131,8 +131,12 @@ const float* mlp_backward(const LayerContext& ctx, const LlamaBlock::Weights& w,
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   step.gather_output_grad(kept.mlp_out);
   const GateUpGrads grads = gate_up_grads(ctx, kept.gate_up);
-  linear_backward_input(ctx.gemm, grads.dh, kept.mlp_out, w.down_proj, BT, F, C, kLinear, static_cast<int>(grads.dh_ld));
-  step.weight_grad_now(LlamaBlock::Linear::down);
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.mlp_out, ctx.hidden_floats());
+    linear_backward_input(ctx.gemm, grads.dh, kept.mlp_out, w.down_proj, BT, F, C, kLinear,
+                          static_cast<int>(grads.dh_ld));
+    step.weight_grad_now(LlamaBlock::Linear::down);
+  }
   swiglu_backward(grads.d_gate_up, grads.dh, grads.dh_ld, x.gate_up, BT, F);
   linear_backward_input(ctx.gemm, step.dln(), grads.d_gate_up, w.gate_up_proj, BT, C, 2 * F, kLinear);
   step.reduce_over_tp_during(LlamaBlock::Linear::gate_up);
@@ -151,15 +155,21 @@ void LlamaBlock::backward(const LayerContext& ctx, const Weights& w, const Weigh
                    ctx.scratch.column_sums);
 
   step.gather_output_grad(kept.attn_out);
-  linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, qkv.q_width, C, kLinear);
-  step.weight_grad_now(Linear::o);
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.attn_out, ctx.hidden_floats());
+    linear_backward_input(ctx.gemm, ctx.scratch.datty, kept.attn_out, w.o_proj, BT, qkv.q_width, C, kLinear);
+    step.weight_grad_now(Linear::o);
+  }
   // Under selective recomputation the probabilities are rebuilt from the stashed q and k (after RoPE).
   ctx.attention_backward(kept.qkv, qkv.k(kept.qkv), qkv.v(kept.qkv), ctx.scratch.datty, x.qkv, qkv.k(x.qkv),
                          qkv.v(x.qkv), x.atty, x.att, attention_shape(ctx));
   rope_rotate(kept.qkv, *ctx.rope, ctx.B, ctx.T, ctx.local.heads, qkv.width, -1, ctx.positions.ids);
   rope_rotate(qkv.k(kept.qkv), *ctx.rope, ctx.B, ctx.T, ctx.local.kv_heads, qkv.width, -1, ctx.positions.ids);
-  linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.qkv_proj, BT, C, qkv.width, kLinear);
-  step.reduce_over_tp_during(Linear::qkv);
+  {
+    const RoundedOnce rounded = step.rounded_for_both(kept.qkv, static_cast<std::size_t>(BT) * qkv.width);
+    linear_backward_input(ctx.gemm, step.dln(), kept.qkv, w.qkv_proj, BT, C, qkv.width, kLinear);
+    step.reduce_over_tp_during(Linear::qkv);
+  }
   rmsnorm_backward(dresidual, dw.input_norm, step.dln_sum(), input, x.norm1_rstd, w.input_norm, R, C,
                    ctx.scratch.column_sums);
 }

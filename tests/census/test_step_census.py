@@ -100,6 +100,17 @@ def test_llamas_mlp_gives_its_products_bf16_as_stored():
     assert rounded_bytes(256) == rounded_bytes(128)
 
 
+@pytest.mark.parametrize("family,linear_layers", [("gpt2", 4), ("llama", 3)])
+def test_each_output_gradient_is_rounded_once_for_its_two_products(family, linear_layers):
+    """Under bf16, with the weight gradients done in backward, each linear layer's output gradient is
+    rounded to bf16 once (gemm.hpp's RoundedOnce, label bf16_operand) for its input and weight
+    gradients' products: GPT-2's four layers, Llama's three besides gate|up, whose gradient SwiGLU
+    stores in bf16 itself. At fp32 nothing is rounded."""
+    counts = census(family, 12, "train.precision=bf16")
+    assert counts["kernels"]["gemm/bf16_operand"] == linear_layers * 12, counts["kernels"]
+    assert "gemm/bf16_operand" not in census(family, 2)["kernels"]
+
+
 # The GPU's fused attention (src/gpu/flash_attention_*.cu, the GPU build's default under bf16): one
 # launch forward and two backward per layer, whatever the sequences and heads.
 FUSED_ATTENTION_LAUNCHES_PER_LAYER = 3

@@ -135,6 +135,36 @@ TEST(Bf16Copy, ProductsReadTheKeptCopyOfOperandsInsideItsBuffer) {
   EXPECT_EQ(context.bf16_copy().of(product.b.data() + 5, b_floats - 4), nullptr);  // one past the buffer
 }
 
+// While a RoundedOnce lives, products read the operand's bf16 rounding made when it began, not the
+// operand (here written to afterwards, which its users must not do, to see which one a product
+// reads); after it, the operand again. A second at once is refused; at fp32 it does nothing.
+TEST(RoundedOnce, ProductsReadTheRoundingMadeOnceWhileItLives) {
+  Product product;
+  const std::vector<float> first = product.single(MatmulPrecision::bf16);
+  const std::vector<float> b = to_host(product.b);
+  GemmContext context(MatmulPrecision::bf16);
+  FloatBuffer c("c", Product::m * Product::n);
+  auto multiply = [&] {
+    gemm(context, false, true, Product::m, Product::n, Product::k, 1.0f, product.a.data(), Product::ld,
+         product.b.data(), Product::ld, 0.0f, c.data(), Product::n);
+    return to_host(c);
+  };
+  std::vector<float> doubled = b;
+  for (float& v : doubled) v *= 2.0f;
+  {
+    const RoundedOnce rounded(context, product.b.data(), static_cast<long>(b.size()));
+    copy_to(product.b, doubled);
+    expect_same_product(multiply(), first, "while it lives");
+    EXPECT_THROW(RoundedOnce(context, product.a.data(), 1), std::logic_error);
+  }
+  const std::vector<float> after = multiply();
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(after[i], 2.0f * first[i], 1e-5f * std::abs(first[i])) << i;
+
+  GemmContext fp32(MatmulPrecision::fp32);
+  const RoundedOnce nothing(fp32, product.b.data(), static_cast<long>(b.size()));
+  EXPECT_EQ(fp32.kept_bf16(product.b.data(), 1), nullptr);
+}
+
 Bf16Buffer bf16_bits_of(const FloatBuffer& x) {
   const std::vector<float> values = to_host(x);
   std::vector<std::uint16_t> bits(values.size());

@@ -245,11 +245,15 @@ void FamilyModel<Family>::head_backward(const Stash& a, const float* input, floa
   const int BT = ctx_.rows(), R = ctx_.local_rows(), C = ctx_.C;
   float* dln = ws_.dln.data();
   float* dln_sum = ctx_.partial_rows(dln, ctx_.scratch.dln_local);
-  tied_head_backward_input(gemm_, dln, a.probs, weights_->head, loss_scale, BT, C, ctx_.local.vocab_real,
-                           ctx_.local.vocab_rows);
-  const CommRequestPtr reduce = ctx_.sum_rows_async(dln, dln_sum);
-  if (when == WeightGrads::now) head_weight_grad(a, loss_scale);
-  reduce->wait();
+  {
+    const bool now = when == WeightGrads::now;
+    const RoundedOnce rounded(gemm_, a.probs, now ? static_cast<long>(BT) * ctx_.local.vocab_rows : 0);
+    tied_head_backward_input(gemm_, dln, a.probs, weights_->head, loss_scale, BT, C, ctx_.local.vocab_real,
+                             ctx_.local.vocab_rows);
+    const CommRequestPtr reduce = ctx_.sum_rows_async(dln, dln_sum);
+    if (now) head_weight_grad(a, loss_scale);
+    reduce->wait();
+  }
   zero_floats(ws_.dresidual.data(), ws_.dresidual.extent(0));
   if constexpr (Block::kLayerNorm)
     layernorm_backward(ws_.dresidual.data(), grads_->final_norm, grads_->final_norm_bias, dln_sum, input,

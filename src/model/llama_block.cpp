@@ -38,21 +38,9 @@ AttentionShape attention_shape(const LayerContext& ctx) {
           ctx.attention, ctx.positions.documents};
 }
 
-// Where kept.gate_up holds down_proj's input gradient dh and, after SwiGLU's backward, d(gate | up),
-// which only products read: under train.precision = "bf16" d(gate | up) is stored as bf16 in the
-// buffer's first half and dh lies in its second half ([rows, F]: SwiGLU's backward never writes
-// where it reads); otherwise d(gate | up) in fp32 over the whole buffer, dh in each row's gate
-// half, read before it is overwritten.
-struct GateUpGrads {
-  float* dh;
-  long dh_ld;
-  ProductInput d_gate_up;
-};
-
-GateUpGrads gate_up_grads(const LayerContext& ctx, float* kept) {
-  const int F = ctx.local.mlp_width;
-  if (ctx.gemm.precision() != MatmulPrecision::bf16) return {kept, 2L * F, ProductInput(kept)};
-  return {kept + static_cast<long>(ctx.rows()) * F, F, ProductInput::of_bf16(reinterpret_cast<std::uint16_t*>(kept))};
+// kept.gate_up as SwiGLU's backward uses it (kernels/swiglu.hpp): d(gate | up) in bf16 under bf16.
+SwigluGrads gate_up_grads(const LayerContext& ctx, float* kept) {
+  return SwigluGrads(kept, ctx.rows(), ctx.local.mlp_width, ctx.gemm.precision() == MatmulPrecision::bf16);
 }
 
 }  // namespace
@@ -130,7 +118,7 @@ const float* mlp_backward(const LayerContext& ctx, const LlamaBlock::Weights& w,
   }
   const int BT = ctx.rows(), C = ctx.C, F = ctx.local.mlp_width;
   step.gather_output_grad(kept.mlp_out);
-  const GateUpGrads grads = gate_up_grads(ctx, kept.gate_up);
+  const SwigluGrads grads = gate_up_grads(ctx, kept.gate_up);
   {
     const RoundedOnce rounded = step.rounded_for_both(kept.mlp_out, ctx.hidden_floats());
     linear_backward_input(ctx.gemm, grads.dh, kept.mlp_out, w.down_proj, BT, F, C, kLinear,

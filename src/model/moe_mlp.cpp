@@ -131,19 +131,19 @@ void experts_forward(const LayerContext& ctx, const MoeWeights& w, const MoeStas
 void experts_backward(const LayerContext& ctx, const MoeWeights& w, const MoeWeights& dw, const MoeStash& x,
                       const Routing& routing, float* d_assigned) {
   const int C = ctx.C, F = ctx.moe->shape.hidden;
-  float* d_gate_up = ctx.moe->d_gate_up.data();
+  const SwigluGrads grads(ctx.moe->d_gate_up.data(), static_cast<long>(ctx.moe->shape.received), F,
+                          ctx.gemm.precision() == MatmulPrecision::bf16);
   const float* dy = x.y;
   for (const Segment& s : routing.segments) {
     const float* dy_s = dy + static_cast<long>(C) * s.first;
-    // dh into the w1 half of d(w1 | w3), which swiglu_backward then overwrites in place.
-    linear_backward_input(ctx.gemm, d_gate_up + 2L * F * s.first, dy_s, expert(w, s.expert, F, C).down, s.rows, F, C,
-                          kLinear, 2 * F);
+    linear_backward_input(ctx.gemm, grads.dh_row(s.first), dy_s, expert(w, s.expert, F, C).down, s.rows, F, C,
+                          kLinear, static_cast<int>(grads.dh_ld));
     linear_backward_weight(ctx.gemm, expert(dw, s.expert, F, C).down, nullptr, rows_from(x.h, s.first, F), dy_s,
                            s.rows, F, C, kLinear);
   }
-  swiglu_backward(d_gate_up, d_gate_up, 2L * F, x.gate_up, routing.taken, F);
+  swiglu_backward(grads.d_gate_up, grads.dh, grads.dh_ld, x.gate_up, routing.taken, F);
   for (const Segment& s : routing.segments) {
-    const float* dgu_s = d_gate_up + 2L * F * s.first;
+    const ProductInput dgu_s = grads.d_gate_up_row(s.first, F);
     linear_backward_input(ctx.gemm, d_assigned + static_cast<long>(C) * s.first, dgu_s,
                           expert(w, s.expert, F, C).gate_up, s.rows, C, 2 * F, kLinear);
     linear_backward_weight(ctx.gemm, expert(dw, s.expert, F, C).gate_up, nullptr, rows_from(x.x, s.first, C), dgu_s,

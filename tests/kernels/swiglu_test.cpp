@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
 #include "gradient_check.hpp"
 
 namespace trident {
@@ -65,6 +69,32 @@ TEST(Swiglu, BackwardReadsDhFromTheGateHalf) {
   copy_to(shared, in_place);
   swiglu_backward(shared.data(), shared.data(), 2 * F, s.gate_up.data(), rows, F);
   EXPECT_EQ(to_host(shared), to_host(separate));
+}
+
+// SwigluGrads' buffer, dh written where it says: fp32 gives the gradients of a separate dh; bf16
+// their rounding, in the buffer's first half while dh lies in its second.
+TEST(Swiglu, BackwardInItsBufferGivesTheGradientsOfASeparateDh) {
+  SwigluCase s;
+  const FloatBuffer dh = random_buffer(rows * F, 3), separate("separate", rows * 2 * F);
+  swiglu_backward(separate.data(), dh.data(), F, s.gate_up.data(), rows, F);
+  const std::vector<float> h_dh = to_host(dh), want = to_host(separate);
+  for (const bool bf16 : {false, true}) {
+    FloatBuffer buffer("buffer", rows * 2 * F);
+    const SwigluGrads grads(buffer.data(), rows, F, bf16);
+    std::vector<float> filled(rows * 2 * F, -7.0f);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < F; ++c) filled[(grads.dh_row(r) - buffer.data()) + c] = h_dh[F * r + c];
+    copy_to(buffer, filled);
+    swiglu_backward(grads.d_gate_up, grads.dh, grads.dh_ld, s.gate_up.data(), rows, F);
+    if (!bf16) {
+      EXPECT_EQ(to_host(buffer), want);
+      continue;
+    }
+    const std::vector<float> got = to_host(buffer);
+    std::vector<std::uint16_t> bits(rows * 2 * F);
+    std::memcpy(bits.data(), got.data(), bits.size() * sizeof(std::uint16_t));  // the first half's bf16
+    for (int i = 0; i < rows * 2 * F; ++i) ASSERT_EQ(bits[i], bf16_bits(want[i])) << i;
+  }
 }
 
 // Under bf16 the gradients are stored as the products read them: the fp32 gradients rounded.

@@ -158,7 +158,8 @@ TEST(RoundedOnce, ProductsReadTheRoundingMadeOnceWhileItLives) {
     EXPECT_THROW(RoundedOnce(context, product.a.data(), 1), std::logic_error);
   }
   const std::vector<float> after = multiply();
-  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(after[i], 2.0f * first[i], 1e-5f * std::abs(first[i])) << i;
+  for (std::size_t i = 0; i < first.size(); ++i)
+    EXPECT_NEAR(after[i], 2.0f * first[i], 1e-5f * std::abs(first[i])) << i;
 
   GemmContext fp32(MatmulPrecision::fp32);
   const RoundedOnce nothing(fp32, product.b.data(), static_cast<long>(b.size()));

@@ -93,6 +93,16 @@ __device__ void row_statistics_at_once(const Tensors& t, const RowStatistics& at
   }
 }
 
+// The dK, dV launches' statistics of the `rows` queries from q0 (a query head's from `stats`), into
+// shared memory: the log-sum-exp in base 2 and D; zeros past T.
+__device__ void load_query_statistics(float* lse, float* dot, const Tensors& t, long stats, int q0, int rows) {
+  for (int i = threadIdx.x; i < rows; i += kThreads) {
+    const bool inside = q0 + i < t.T;
+    lse[i] = inside ? t.log_sum_exp[stats + q0 + i] * kLog2e : 0.0f;
+    dot[i] = inside ? t.dots[stats + q0 + i] : 0.0f;
+  }
+}
+
 // dQ = scale · dS · K over the key tiles up to the diagonal, dS = P ∘ (dP − D), dP = dO · Vᵀ;
 // writes D = rowsum(dO ∘ O) for the dK, dV launch.
 template <int HD, int V>
@@ -112,14 +122,12 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
   float* scores = shared.take<float>(S::scores);
   float* dprobs = shared.take<float>(S::scores);
   bf16* dscores = shared.take<bf16>(S::probs);
-  const long q_first = static_cast<long>(b) * t.T * t.q_ld + h * HD;
-  const long out_first = static_cast<long>(b) * t.T * t.out_ld + h * HD;
-  const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
-  const long stat_first = (static_cast<long>(b) * t.heads + h) * t.T;
+  const QueryHead<HD> head(t, b, h);
+  const long kv_first = kv_start<HD>(t, b, g);
 
-  load_tile<HD, V>(qs, t.q + q_first, t.q_ld, q0, t.T);
-  load_tile<HD, V>(dos, t.dout + out_first, t.out_ld, q0, t.T);
-  const RowStatistics rows{dot, lse, out_first, stat_first, row0};
+  load_tile<HD, V>(qs, t.q + head.q, t.q_ld, q0, t.T);
+  load_tile<HD, V>(dos, t.dout + head.out, t.out_ld, q0, t.T);
+  const RowStatistics rows{dot, lse, head.out, head.stats, row0};
   if constexpr (V == 1)
     row_statistics_in_turn<HD>(t, rows, lane);
   else
@@ -148,7 +156,7 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads(Tensors t) {
     accumulate_product<HD>(dq, dscores, ks);
   }
   stage_fragments<HD>(scores, dq);  // the warp's own score tiles, free now
-  store_rows<HD>(t.dq + q_first, t.q_ld, row0, t.T, scores, t.scale_log2 * kLn2);
+  store_rows<HD>(t.dq + head.q, t.q_ld, row0, t.T, scores, t.scale_log2 * kLn2);
 }
 
 // dV = Σ Pᵀ · dO and dK = scale · Σ dSᵀ · Q over the query tiles from the diagonal on, for every
@@ -172,7 +180,7 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   float* dprobs = shared.take<float>(S::scores);
   bf16* probs = shared.take<bf16>(S::probs);
   bf16* dscores = shared.take<bf16>(S::probs);
-  const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
+  const long kv_first = kv_start<HD>(t, b, g);
 
   load_tile<HD, V>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
   load_tile<HD, V>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
@@ -181,18 +189,12 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads(Tensors t) {
   for (int n = 0; n < HD / 16; ++n) wmma::fill_fragment(dk[n], 0.0f), wmma::fill_fragment(dv[n], 0.0f);
 
   for (int h = g * group; h < (g + 1) * group; ++h) {
-    const long q_first = static_cast<long>(b) * t.T * t.q_ld + h * HD;
-    const long out_first = static_cast<long>(b) * t.T * t.out_ld + h * HD;
-    const long stat_first = (static_cast<long>(b) * t.heads + h) * t.T;
+    const QueryHead<HD> head(t, b, h);
     for (int q0 = k0; q0 < t.T; q0 += kTile) {
       __syncthreads();  // every warp is done with the previous query tile
-      load_tile<HD, V>(qs, t.q + q_first, t.q_ld, q0, t.T);
-      load_tile<HD, V>(dos, t.dout + out_first, t.out_ld, q0, t.T);
-      for (int i = threadIdx.x; i < kTile; i += kThreads) {
-        const bool inside = q0 + i < t.T;
-        lse[i] = inside ? t.log_sum_exp[stat_first + q0 + i] * kLog2e : 0.0f;
-        dot[i] = inside ? t.dots[stat_first + q0 + i] : 0.0f;
-      }
+      load_tile<HD, V>(qs, t.q + head.q, t.q_ld, q0, t.T);
+      load_tile<HD, V>(dos, t.dout + head.out, t.out_ld, q0, t.T);
+      load_query_statistics(lse, dot, t, head.stats, q0, kTile);
       __syncthreads();
       product_with_transpose<HD>(scores, ks + warp * kWarpRows * S::ld, qs);
       product_with_transpose<HD>(dprobs, vs + warp * kWarpRows * S::ld, dos);
@@ -248,14 +250,12 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads_mma(Tensors t) {
   bf16* vs = shared.take<bf16>(S::tile);
   float* lse = shared.take<float>(S::row_stats) + at.warp * kWarpRows;  // the warp's rows
   float* dot = lse + kTile;
-  const long q_first = static_cast<long>(at.b) * t.T * t.q_ld + at.h * HD;
-  const long out_first = static_cast<long>(at.b) * t.T * t.out_ld + at.h * HD;
-  const long kv_first = static_cast<long>(at.b) * t.T * t.kv_ld + static_cast<long>(at.g) * HD;
-  const long stat_first = (static_cast<long>(at.b) * t.heads + at.h) * t.T;
+  const QueryHead<HD> head(t, at.b, at.h);
+  const long kv_first = kv_start<HD>(t, at.b, at.g);
 
-  load_tile<HD, 2>(qs, t.q + q_first, t.q_ld, at.q0, t.T);
-  load_tile<HD, 2>(dos, t.dout + out_first, t.out_ld, at.q0, t.T);
-  row_statistics_at_once<HD>(t, RowStatistics{dot, lse, out_first, stat_first, at.row0}, at.lane);
+  load_tile<HD, 2>(qs, t.q + head.q, t.q_ld, at.q0, t.T);
+  load_tile<HD, 2>(dos, t.dout + head.out, t.out_ld, at.q0, t.T);
+  row_statistics_at_once<HD>(t, RowStatistics{dot, lse, head.out, head.stats, at.row0}, at.lane);
   __syncwarp();
   const float row_lse[2] = {lse[lane.group], lse[lane.group + 8]}, row_dot[2] = {dot[lane.group], dot[lane.group + 8]};
   const auto statistic = [](const float (&rows)[2]) { return [&rows](int, int e) { return rows[e / 2]; }; };
@@ -281,9 +281,7 @@ __global__ void __launch_bounds__(kThreads) flash_query_grads_mma(Tensors t) {
   }
   __syncthreads();  // every warp is done with k and v: their space stages dQ
   float* staging = reinterpret_cast<float*>(ks) + at.warp * kWarpRows * S::acc_ld;
-  stage<HD>(staging, dq, at.lane);
-  __syncwarp();
-  store_rows<HD>(t.dq + q_first, t.q_ld, at.row0, t.T, staging, t.scale_log2 * kLn2);
+  store_accumulator<HD>(t.dq + head.q, t.q_ld, at.row0, t.T, staging, dq, at.lane, t.scale_log2 * kLn2);
 }
 
 // Version 3 of dK, dV's launch: per query tile (kKeyGradsQueries<HD> queries) a warp's Sᵀ and
@@ -303,7 +301,7 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads_mma(Tensors t) {
   bf16* dos = shared.take<bf16>(MmaSmem<HD>::query_tile);
   float* lse = shared.take<float>(2 * kQueries * 4);  // of the query tile's rows
   float* dot = lse + kQueries;
-  const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
+  const long kv_first = kv_start<HD>(t, b, g);
 
   load_tile<HD, 2>(ks, t.k + kv_first, t.kv_ld, k0, t.T);
   load_tile<HD, 2>(vs, t.v + kv_first, t.kv_ld, k0, t.T);
@@ -314,18 +312,12 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads_mma(Tensors t) {
     return [queries, &lane](int j, int e) { return queries[8 * j + lane.column(e)]; };
   };
   for (int h = g * group; h < (g + 1) * group; ++h) {
-    const long q_first = static_cast<long>(b) * t.T * t.q_ld + h * HD;
-    const long out_first = static_cast<long>(b) * t.T * t.out_ld + h * HD;
-    const long stat_first = (static_cast<long>(b) * t.heads + h) * t.T;
+    const QueryHead<HD> head(t, b, h);
     for (int q0 = k0; q0 < t.T; q0 += kQueries) {
       __syncthreads();  // every warp is done with the previous query tile
-      load_tile<HD, 2, kQueries>(qs, t.q + q_first, t.q_ld, q0, t.T);
-      load_tile<HD, 2, kQueries>(dos, t.dout + out_first, t.out_ld, q0, t.T);
-      for (int i = threadIdx.x; i < kQueries; i += kThreads) {
-        const bool inside = q0 + i < t.T;
-        lse[i] = inside ? t.log_sum_exp[stat_first + q0 + i] * kLog2e : 0.0f;
-        dot[i] = inside ? t.dots[stat_first + q0 + i] : 0.0f;
-      }
+      load_tile<HD, 2, kQueries>(qs, t.q + head.q, t.q_ld, q0, t.T);
+      load_tile<HD, 2, kQueries>(dos, t.dout + head.out, t.out_ld, q0, t.T);
+      load_query_statistics(lse, dot, t, head.stats, q0, kQueries);
       __syncthreads();
       float s[kQueries / 8][4], ds[kQueries / 8][4];
       scores_of<HD, kQueries>(s, ks + warp * kWarpRows * S::ld, qs, threadIdx.x % 32);
@@ -345,13 +337,9 @@ __global__ void __launch_bounds__(kThreads) flash_key_grads_mma(Tensors t) {
   }
   __syncthreads();  // every warp is done with k and v: their space stages dK, then dV
   float* staging = reinterpret_cast<float*>(ks) + warp * kWarpRows * S::acc_ld;
-  stage<HD>(staging, dk, threadIdx.x % 32);
-  __syncwarp();
-  store_rows<HD>(t.dk + kv_first, t.kv_ld, key0, t.T, staging, t.scale_log2 * kLn2);
-  __syncwarp();
-  stage<HD>(staging, dv, threadIdx.x % 32);
-  __syncwarp();
-  store_rows<HD>(t.dv + kv_first, t.kv_ld, key0, t.T, staging, 1.0f);
+  store_accumulator<HD>(t.dk + kv_first, t.kv_ld, key0, t.T, staging, dk, threadIdx.x % 32, t.scale_log2 * kLn2);
+  __syncwarp();  // the warp's lanes are done reading dK's staging
+  store_accumulator<HD>(t.dv + kv_first, t.kv_ld, key0, t.T, staging, dv, threadIdx.x % 32, 1.0f);
 }
 
 template <int HD>

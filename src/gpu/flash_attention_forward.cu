@@ -117,9 +117,10 @@ __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
   float* scores = shared.take<float>(S::scores);
   bf16* probs = shared.take<bf16>(S::probs);
   float* acc = shared.take<float>(S::acc);
-  const long kv_first = static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
+  const long kv_first = kv_start<HD>(t, b, g);
 
-  load_tile<HD, V>(qs, t.q + static_cast<long>(b) * t.T * t.q_ld + h * HD, t.q_ld, q0, t.T);
+  const QueryHead<HD> head(t, b, h);
+  load_tile<HD, V>(qs, t.q + head.q, t.q_ld, q0, t.T);
   for (int i = lane; i < kWarpRows * S::acc_ld; i += 32) acc[i] = 0.0f;
   if (lane < kWarpRows) row_max[lane] = -INFINITY, row_sum[lane] = 0.0f;
 
@@ -153,14 +154,14 @@ __global__ void __launch_bounds__(kThreads) flash_forward(Tensors t) {
     __syncwarp();
   }
 
-  float* lse = t.log_sum_exp_w + (static_cast<long>(b) * t.heads + h) * t.T;
+  float* lse = t.log_sum_exp_w + head.stats;
   for (int r = 0; r < kWarpRows; ++r) {
     const float inverse = 1.0f / row_sum[r];
     for (int d = lane; d < HD; d += 32) acc[r * S::acc_ld + d] *= inverse;
     if (lane == 0 && row0 + r < t.T) lse[row0 + r] = (row_max[r] + log2f(row_sum[r])) * kLn2;
   }
   __syncwarp();
-  store_rows<HD>(t.out_w + static_cast<long>(b) * t.T * t.out_ld + h * HD, t.out_ld, row0, t.T, acc, 1.0f);
+  store_rows<HD>(t.out_w + head.out, t.out_ld, row0, t.T, acc, 1.0f);
 }
 
 // Version 3's online-softmax step over one key tile, in a warp's registers (flash_attention_mma.cuh):
@@ -216,10 +217,11 @@ __global__ void __launch_bounds__(kThreads) flash_forward_mma(Tensors t) {
   bf16* qs = shared.take<bf16>(S::tile);
   bf16* ks = shared.take<bf16>(S::tile);
   bf16* vs = shared.take<bf16>(S::tile);
-  const long kv_first = static_cast<long>(at.b) * t.T * t.kv_ld + static_cast<long>(at.g) * HD;
+  const long kv_first = kv_start<HD>(t, at.b, at.g);
   const bf16* warp_q = qs + at.warp * kWarpRows * S::ld;
 
-  load_tile<HD, 2>(qs, t.q + static_cast<long>(at.b) * t.T * t.q_ld + at.h * HD, t.q_ld, at.q0, t.T);
+  const QueryHead<HD> head(t, at.b, at.h);
+  load_tile<HD, 2>(qs, t.q + head.q, t.q_ld, at.q0, t.T);
   float out[HD / 8][4];
   zero<HD>(out);
   RegisterSoftmax<HD> softmax;
@@ -236,7 +238,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_mma(Tensors t) {
     accumulate<HD, kTile>(out, p, vs, at.lane);
   }
 
-  float* lse = t.log_sum_exp_w + (static_cast<long>(at.b) * t.heads + at.h) * t.T;
+  float* lse = t.log_sum_exp_w + head.stats;
   float inverse[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -251,10 +253,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_mma(Tensors t) {
     for (int e = 0; e < 4; ++e) out[n][e] *= inverse[e / 2];
   __syncthreads();  // every warp is done with k and v: their space stages the output
   float* staging = reinterpret_cast<float*>(ks) + at.warp * kWarpRows * S::acc_ld;
-  stage<HD>(staging, out, at.lane);
-  __syncwarp();
-  store_rows<HD>(t.out_w + static_cast<long>(at.b) * t.T * t.out_ld + at.h * HD, t.out_ld, at.row0, t.T, staging,
-                 1.0f);
+  store_accumulator<HD>(t.out_w + head.out, t.out_ld, at.row0, t.T, staging, out, at.lane, 1.0f);
 }
 
 template <int HD>

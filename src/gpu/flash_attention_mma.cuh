@@ -160,6 +160,16 @@ __device__ void stage(float* staging, const float (&acc)[HD / 8][4], int lane) {
           make_float2(acc[n][2 * half], acc[n][2 * half + 1]);
 }
 
+// A warp's accumulator [16, HD] times `factor` to rows [first, first + 16) of dst (rows `ld` floats
+// apart; rows past T skipped), 16 bytes at a time through the warp's staging rows.
+template <int HD>
+__device__ void store_accumulator(float* dst, long ld, int first, int T, float* staging,
+                                  const float (&acc)[HD / 8][4], int lane, float factor) {
+  stage<HD>(staging, acc, lane);
+  __syncwarp();
+  store_rows<HD>(dst, ld, first, T, staging, factor);
+}
+
 // Σ over the four lanes of a group (a row's columns in an accumulator), and the maximum.
 __device__ inline float group_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);

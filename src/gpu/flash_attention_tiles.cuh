@@ -171,6 +171,22 @@ __device__ void store_rows(float* dst, long ld, int first, int T, const float* s
   }
 }
 
+// Where a head's rows start, in floats: query head h of sequence b in q, in out and dout, and in
+// the per-row statistics (QueryHead); key/value head g in k and v (kv_start).
+template <int HD>
+struct QueryHead {
+  long q, out, stats;
+  __device__ QueryHead(const Tensors& t, int b, int h)
+      : q(static_cast<long>(b) * t.T * t.q_ld + h * HD),
+        out(static_cast<long>(b) * t.T * t.out_ld + h * HD),
+        stats((static_cast<long>(b) * t.heads + h) * t.T) {}
+};
+
+template <int HD>
+__device__ inline long kv_start(const Tensors& t, int b, int g) {
+  return static_cast<long>(b) * t.T * t.kv_ld + static_cast<long>(g) * HD;
+}
+
 // Consecutive pieces of the block's shared memory (sizes from Smem, each a multiple of 128 bytes).
 struct SharedPieces {
   unsigned char* next;

@@ -3,8 +3,6 @@
 // multiplied in fp32.
 #include <cblas.h>
 
-#include <stdexcept>
-
 #include "kernels/blas_core.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_epilogue.hpp"
@@ -55,15 +53,12 @@ struct Operands {
 
 }  // namespace
 
-RoundedOnce::RoundedOnce(GemmContext& context, const float* x, long n) : context_(context) {
-  if (context.precision() != MatmulPrecision::bf16 || n == 0) return;
-  if (context.rounded_once_.bits) throw std::logic_error("RoundedOnce: a second one while the first lives");
-  const ProfileRegion product(kProductRegion);
-  std::uint16_t* bits = context.library().scratch.halves(2, n);
+const std::uint16_t* bf16_copy_in_scratch(GemmContext& context, int slot, const float* x, long n) {
+  std::uint16_t* bits = context.library().scratch.halves(slot, n);
   declare_kernel_cost(KernelCost::of_floats(n, 0.5 * n, n));
   Kokkos::parallel_for("bf16_operand", Kokkos::RangePolicy<ExecSpace>(0, n),
                        KOKKOS_LAMBDA(long i) { bits[i] = bf16_bits(x[i]); });
-  context.rounded_once_ = {x, bits, static_cast<std::size_t>(n)};
+  return bits;
 }
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,

@@ -3,7 +3,6 @@
 // TF32 are cuBLAS compute types on the fp32 operands; bf16 multiplies bf16 copies of them, made on the same stream.
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "common/env_switch.hpp"
@@ -71,9 +70,7 @@ void round_to_bf16(std::uint16_t* out, const float* x, long n) {
 const __nv_bfloat16* bf16_operand(GemmContext& context, int slot, Operand x, long n) {
   if (x.bf16) return reinterpret_cast<const __nv_bfloat16*>(x.bf16);
   if (const std::uint16_t* kept = context.kept_bf16(x.fp32, n)) return reinterpret_cast<const __nv_bfloat16*>(kept);
-  std::uint16_t* out = context.library().scratch.halves(slot, n);
-  round_to_bf16(out, x.fp32, n);
-  return reinterpret_cast<const __nv_bfloat16*>(out);
+  return reinterpret_cast<const __nv_bfloat16*>(bf16_copy_in_scratch(context, slot, x.fp32, n));
 }
 
 bool has_epilogue(const Epilogue& e) {
@@ -100,13 +97,10 @@ bool fused_gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, 
 
 }  // namespace
 
-RoundedOnce::RoundedOnce(GemmContext& context, const float* x, long n) : context_(context) {
-  if (context.precision() != MatmulPrecision::bf16 || n == 0) return;
-  if (context.rounded_once_.bits) throw std::logic_error("RoundedOnce: a second one while the first lives");
-  const ProfileRegion product(kProductRegion);
-  std::uint16_t* bits = context.library().scratch.halves(2, n);
+const std::uint16_t* bf16_copy_in_scratch(GemmContext& context, int slot, const float* x, long n) {
+  std::uint16_t* bits = context.library().scratch.halves(slot, n);
   round_to_bf16(bits, x, n);
-  context.rounded_once_ = {x, bits, static_cast<std::size_t>(n)};
+  return bits;
 }
 
 void gemm(GemmContext& context, bool trans_a, bool trans_b, int m, int n, int k, float alpha, Operand a, int lda,

@@ -1,6 +1,7 @@
 #include "kernels/matmul_precision.hpp"
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/gemm.hpp"
@@ -39,6 +40,13 @@ typename View::value_type* at_least(View& buffer, long n) {
 }
 
 }  // namespace
+
+RoundedOnce::RoundedOnce(GemmContext& context, const float* x, long n) : context_(context) {
+  if (context.precision() != MatmulPrecision::bf16 || n == 0) return;
+  if (context.rounded_once_.bits) throw std::logic_error("RoundedOnce: a second one while the first lives");
+  const ProfileRegion product(kProductRegion);
+  context.rounded_once_ = {x, bf16_copy_in_scratch(context, 2, x, n), static_cast<std::size_t>(n)};
+}
 
 float* OperandScratch::floats(int slot, long n) { return at_least(floats_[slot], n); }
 

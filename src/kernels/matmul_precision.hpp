@@ -53,6 +53,10 @@ KOKKOS_INLINE_FUNCTION float bf16_value(std::uint16_t bits) {
 // `columns` elements, `ld` apart (the stored layout, before any transpose).
 long operand_extent(int rows, int columns, int ld, int batches = 1, long stride = 0);
 
+// x[0, n) rounded to bf16 bits into the operand scratch's bf16 `slot`, by the gemm library's kernel
+// (gemm_cblas.cpp, gemm_cublas.cpp).
+const std::uint16_t* bf16_copy_in_scratch(GemmContext& context, int slot, const float* x, long n);
+
 // Device scratch for the two operands of the product in progress: it grows as needed and is
 // reused by the next product (floats, and std::uint16_t for bf16 bits); bf16 slot 2 holds a live
 // RoundedOnce's copy (gemm.hpp). A GemmContext holds one.

@@ -109,7 +109,7 @@ class GemmContext {
 // train.precision = "bf16": while a RoundedOnce lives, products read x[0, n) from its copy as they
 // read the weights' kept one (the same bits as rounding x themselves), so nothing may write x.
 // At other precisions, or for n = 0, it does nothing. One lives at a time per context (its copy
-// is the context's; std::logic_error for a second). Defined by the gemm library.
+// is the context's; std::logic_error for a second), made by the library's bf16_copy_in_scratch.
 class RoundedOnce {
  public:
   RoundedOnce(GemmContext& context, const float* x, long n);

@@ -2,43 +2,43 @@
 # The GPU check (issue 36), on a node with one GPU, PyTorch and no network, from the kit that
 # scripts/gpu_kit packed on a CPU machine (the cuda build, the libraries it loads, the CPU build's
 # reference losses). Each step is timed and its outcome recorded; a failing step does not stop the
-# next. Steps run most telling first, each under a time limit, and a step that would not finish
-# before the deadline (GPU_CHECK_SECONDS, default 480) is skipped and says so: a lease of a few
-# minutes still brings back the figures that matter. Writes OUT/gpu_check.md (the summary, also
-# printed last), OUT/gpu_check.log (every step's output, appended as each ends) and the benchmarks'
-# JSON: eight files at most, within what a device lease brings back.
+# next. Steps run most telling first, and a step that would not finish before the deadline
+# (GPU_CHECK_SECONDS, default 480) is skipped and says so: a lease of a few minutes still brings back
+# the figures that matter. A step is also stopped at three times its expected length and 30 s, so a
+# kernel that hangs costs one step, not the lease. Writes OUT/gpu_check.md (the summary, also printed
+# last), OUT/gpu_check.log (every step's output, appended as each ends) and the benchmarks' JSON:
+# eight files at most, within what a device lease brings back.
 #   bash bench/gpu_check.sh [KIT] [OUT]     (defaults: gpu-kit.tar.xz, $OUT or gpu-check-out)
-# Steps, in the order they run (the GPU build's defaults: cuBLASLt's fused epilogues, and under bf16
-# our flash-attention kernels; "plain" is TRIDENT_FUSED_EPILOGUES=0 TRIDENT_FLASH_ATTENTION=0; "next"
-# the candidates for the next defaults, not run on a GPU before: TRIDENT_FLASH_VERSION=3
-# TRIDENT_WARP_ROWS=1):
-#   node         nvidia-smi; every library of the kit's executables resolves
-#   libraries    cuBLAS (fp32, TF32, bf16) against the CPU BLAS, our flash-attention kernels against the
-#                CPU build's tiled attention (bf16); libraries_v3 and libraries_v2: versions 3 and 2 of
-#                the flash kernels
-#   graph        train.cuda_graph's recorded actions replayed on a small model against the same steps
-#                run directly (tests/model/graphed_stage_test.cpp)
-#   equivalence  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 1e-4
-#                (also with train.cuda_graph), and tp 2 x pp 2 on the one GPU (parallel.share_device)
-#                against one rank, 1e-4;
-#                equivalence_next and (later) equivalence_plain: the same with "next", without the two
-#   gpt2         GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
-#                bf16-sdpa-compile (issue 36's target); gpt2_next: trident with "next"; gpt2_graph:
-#                with train.cuda_graph = true (each action a CUDA graph, replayed)
-#   llama_1b     Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same;
-#                gpt2_v2 and llama_1b_v2 (later): with version 2 of the flash kernels and warp rows
-#   census       bench/step_census on the GPU build in bf16: one step's launches, products and host waits
-#   profile      step_census --time at GPT-2's and Llama 1B's benchmark shapes in bf16, with "next" and
-#                without: the device's milliseconds per kernel label and per product, and the
-#                step's time no kernel covers (OUT/profile_*.json); on an H100 or H200 also each one's
-#                time predicted from its declared cost by the card's machine file (--machine), the
-#                table of predicted against measured in the log and the summary
-#   ncu_flash    Nsight Compute's view of the flash kernels (versions 3 and 2) at GPT-2's shape
-#   unit         the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0); the
-#                kernel tests also with the row kernels a warp per row
-#   the rest     GPT-2 in TF32 against PyTorch tf32-explicit (the first GPU run's comparison) and in
-#                bf16 "plain", the census in TF32, NCCL's collectives on one rank, trident's export
-#                loaded by `transformers` (from_pretrained; skipped without it), Llama "plain"
+# The GPU build's defaults are cuBLASLt's fused epilogues and, under bf16, version 1 of our flash
+# kernels; "plain" is TRIDENT_FUSED_EPILOGUES=0 TRIDENT_FLASH_ATTENTION=0; "next" the candidates for
+# the next defaults, not run on a GPU before: TRIDENT_FLASH_VERSION=3 TRIDENT_WARP_ROWS=1, or version
+# 2 where version 3's kernel tests fail, or warp rows alone where both fail. Steps, in order:
+#   node            nvidia-smi; every library of the kit's executables resolves
+#   libraries_v3    the flash kernels, version 3, against the CPU build's tiled attention (bf16,
+#                   trident_gpu_tests); libraries_v2 the same for version 2, only where version 3 fails
+#   equivalence_next  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16
+#                   1e-4 (also with train.cuda_graph), and tp 2 x pp 2 on the one GPU
+#                   (parallel.share_device) against one rank, 1e-4; all with "next"
+#   gpt2_next       GPT-2 124M, T 1024, B 8, trident in bf16 with "next" against PyTorch bf16-sdpa and
+#                   bf16-sdpa-compile (issue 36's target)
+#   llama_1b_next   Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
+#   profile_*_next  step_census --time at both shapes in bf16 with "next": the device's milliseconds
+#                   per kernel label and per product, and the step's time no kernel covers
+#                   (OUT/profile_*.json); on an H100 or H200 also each one's time predicted from its
+#                   declared cost by the card's machine file (--machine)
+#   unit_kernels_next  the GPU build's kernel tests with the row kernels a warp per row (strict fp32)
+#   ncu_flash_next  Nsight Compute's view of the flash kernels at GPT-2's shape
+#   gpt2_graph_next  GPT-2 with "next" and train.cuda_graph = true
+#   gpt2, llama_1b  the defaults' speed
+#   equivalence     as above with the defaults; graph: train.cuda_graph's recorded actions replayed on
+#                   a small model against the same steps run directly; libraries_cublas: cuBLAS (fp32,
+#                   TF32, bf16) against the CPU BLAS and the flash kernels' default version
+#   census          bench/step_census in bf16: one step's launches, products and host waits
+#   profile_*       the profiles with the defaults
+#   unit            the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
+#   the rest        "plain" (equivalence, GPT-2, Llama), GPT-2 in TF32 against PyTorch tf32-explicit,
+#                   the census in TF32, NCCL's collectives on one rank, trident's export loaded by
+#                   `transformers` (from_pretrained; skipped without it)
 # GPU_CHECK_STEPS="name ..." runs only the steps named (a second, shorter lease).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -66,10 +66,13 @@ python=python3  # the node's, with PyTorch; never given the kit's libraries
 
 # step NAME SECONDS [VAR=VALUE ...] COMMAND...: runs COMMAND (a program or one of the functions
 # below) with those variables if SECONDS, its expected length, still fit before the deadline, and
-# stops it at the deadline; its output goes to the log, its outcome to the summary.
+# stops it at the deadline or at three times SECONDS and 30; its output goes to the log, its outcome
+# to the summary and to $outcome.
+outcome=""
 step() {
-  local name="$1" expected="$2" start=$SECONDS outcome code
+  local name="$1" expected="$2" start=$SECONDS code limit
   shift 2
+  outcome="not run"
   local variables=()
   while [[ "${1:-}" == [A-Z_]*=* ]]; do variables+=("$1"); shift; done
   if [ -n "${GPU_CHECK_STEPS:-}" ] && [[ " $GPU_CHECK_STEPS " != *" $name "* ]]; then return 0; fi
@@ -78,13 +81,15 @@ step() {
     return 0
   fi
   echo "== $name: ${variables[*]} $*" | tee "$logs/$name.log"
-  timeout --kill-after=10 $((deadline - SECONDS)) env "${variables[@]}" bash -c '"$@"' "$name" "$@" \
+  limit=$((deadline - SECONDS))
+  (( limit > 3 * expected + 30 )) && limit=$((3 * expected + 30))
+  timeout --kill-after=10 "$limit" env "${variables[@]}" bash -c '"$@"' "$name" "$@" \
     >> "$logs/$name.log" 2>&1
   code=$?
   case $code in
     0) outcome="passed" ;;
     77) outcome="skipped" ;;
-    124|137) outcome="STOPPED at the deadline" ;;
+    124|137) outcome="STOPPED after $limit s" ;;
     *) outcome="FAILED (exit $code)" ;;
   esac
   echo "| $name | $outcome | $((SECONDS - start)) |" >> "$summary"
@@ -144,38 +149,40 @@ llama_batch=4
 
 step node 10 node_check
 [ "$(gpu_memory_gib)" -lt 100 ] && llama_batch=2
-step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests"
+# The candidate kernels are checked first; "next" becomes version 2 if version 3 fails, and the
+# default kernels with warp rows if both fail, so that the timings below measure kernels that passed.
 step libraries_v3 20 TRIDENT_FLASH_VERSION=3 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
-step libraries_v2 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
-step graph 20 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
-step equivalence 70 equivalence
+if [ "$outcome" != passed ]; then
+  step libraries_v2 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
+  if [ "$outcome" = passed ]; then next=("${version_2[@]}"); else next=(TRIDENT_WARP_ROWS=1); fi
+fi
 step equivalence_next 60 "${next[@]}" equivalence
-step gpt2 100 bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile --json "$out/gpt2.json"
-step gpt2_next 25 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
-step gpt2_graph 25 bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
-step llama_1b 130 bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
+step gpt2_next 100 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile \
+  --json "$out/gpt2.json"
+step llama_1b_next 130 "${next[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
   --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
-step llama_1b_next 40 "${next[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
-step gpt2_v2 25 "${version_2[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
-step llama_1b_v2 40 "${version_2[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
-step census 20 census --set train.precision=bf16
 step profile_gpt2_bf16_next 20 "${next[@]}" profile gpt2_bf16_next tiny.toml "${gpt2_shape[@]}" train.precision=bf16
 step profile_llama_1b_bf16_next 40 "${next[@]}" profile llama_1b_bf16_next llama-tiny.toml "${llama_shape[@]}" \
   schedule.micro_batch_size="$llama_batch" train.precision=bf16
+step unit_kernels_next 30 TRIDENT_WARP_ROWS=1 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
+# Nsight Compute on the second step's last forward and the first dQ and dK-dV launches (step 1 and
+# 11 of 12 layers' forwards skipped) at GPT-2's shape: throughput against the peaks, occupancy, and
+# where the warps stall.
+step ncu_flash_next 60 "${next[@]}" ncu --target-processes all --kernel-name regex:flash_ \
+  --launch-skip 47 --launch-count 3 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+  "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
+  --set parallel.dp=1 --set schedule.microbatches=1 $(printf -- '--set %s ' "${gpt2_shape[@]}") \
+  --set train.precision=bf16
+step gpt2_graph_next 25 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
+step gpt2 25 bench --configs gpt2-1024 --precision bf16 --torch none
+step llama_1b 40 bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
+step equivalence 70 equivalence
+step graph 20 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
+step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests"
+step census 20 "${next[@]}" census --set train.precision=bf16
 step profile_gpt2_bf16 20 profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
 step profile_llama_1b_bf16 40 profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
   schedule.micro_batch_size="$llama_batch" train.precision=bf16
-# Nsight Compute on the second step's last forward and the first dQ and dK-dV launches (step 1 and
-# 11 of 12 layers' forwards skipped) at GPT-2's shape, versions 3 and 2: throughput against the
-# peaks, occupancy, and where the warps stall.
-for version in 3 2; do
-  step "ncu_flash_v$version" 60 TRIDENT_FLASH_VERSION=$version ncu --target-processes all --kernel-name regex:flash_ \
-    --launch-skip 47 --launch-count 3 --section SpeedOfLight --section Occupancy --section WarpStateStats \
-    "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
-    --set parallel.dp=1 --set schedule.microbatches=1 $(printf -- '--set %s ' "${gpt2_shape[@]}") \
-    --set train.precision=bf16
-done
-step unit_kernels_next 30 TRIDENT_WARP_ROWS=1 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_kernels 40 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"
 step equivalence_plain 60 "${plain[@]}" equivalence
@@ -190,9 +197,8 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
 
 {
   echo
-  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch"
-  for name in gpt2 gpt2_next gpt2_graph llama_1b llama_1b_next gpt2_v2 llama_1b_v2 gpt2_tf32 gpt2_bf16_plain \
-              llama_1b_plain; do
+  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch; next: ${next[*]}"
+  for name in gpt2_next llama_1b_next gpt2 gpt2_graph_next llama_1b gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name"
@@ -200,7 +206,7 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
     grep -B3 -A2 "config  *ms/step" "$logs/$name.log" || echo "(no table: see gpu_check.log)"
     echo '```'
   done
-  for name in profile_gpt2_bf16 profile_llama_1b_bf16; do
+  for name in profile_gpt2_bf16_next profile_llama_1b_bf16_next profile_gpt2_bf16 profile_llama_1b_bf16; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name: predicted against measured, the 25 slowest predicted (all in gpu_check.log)"

@@ -9,36 +9,36 @@
 # last), OUT/gpu_check.log (every step's output, appended as each ends) and the benchmarks' JSON:
 # eight files at most, within what a device lease brings back.
 #   bash bench/gpu_check.sh [KIT] [OUT]     (defaults: gpu-kit.tar.xz, $OUT or gpu-check-out)
-# The GPU build's defaults are cuBLASLt's fused epilogues and, under bf16, version 1 of our flash
-# kernels; "plain" is TRIDENT_FUSED_EPILOGUES=0 TRIDENT_FLASH_ATTENTION=0; "next" the candidates for
-# the next defaults, not run on a GPU before: TRIDENT_FLASH_VERSION=3 TRIDENT_WARP_ROWS=1, or version
-# 2 where version 3's kernel tests fail, or warp rows alone where both fail. Steps, in order:
+# The GPU build's defaults are cuBLASLt's fused epilogues, the row kernels a warp per row and, under
+# bf16, version 3 of our flash kernels; "kernels" is those defaults, or version 1 of the flash kernels
+# where version 3's kernel tests fail; "previous" the defaults before 2026-11-28
+# (TRIDENT_FLASH_VERSION=1 TRIDENT_WARP_ROWS=0); "plain" TRIDENT_FUSED_EPILOGUES=0
+# TRIDENT_FLASH_ATTENTION=0. Steps, in order:
 #   node            nvidia-smi; every library of the kit's executables resolves
-#   libraries_v3    the flash kernels, version 3, against the CPU build's tiled attention (bf16,
-#                   trident_gpu_tests); libraries_v2 the same for version 2, only where version 3 fails
-#   equivalence_next  the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16
-#                   1e-4 (also with train.cuda_graph), and tp 2 x pp 2 on the one GPU
-#                   (parallel.share_device) against one rank, 1e-4; all with "next"
-#   gpt2_next       GPT-2 124M, T 1024, B 8, trident in bf16 with "next" against PyTorch bf16-sdpa and
+#   libraries_flash the flash kernels (the default version) against the CPU build's tiled attention
+#                   (bf16, trident_gpu_tests)
+#   equivalence     the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 three
+#                   times the CPU build's own noise from the order of sums, at least 1e-4 (also with
+#                   train.cuda_graph), and tp 2 x pp 2 on the one GPU (parallel.share_device) against
+#                   one rank, 1e-4
+#   graph           train.cuda_graph's recorded actions replayed on a small model against the same
+#                   steps run directly (tests/model/graphed_stage_test.cpp)
+#   gpt2            GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
 #                   bf16-sdpa-compile (issue 36's target)
-#   llama_1b_next   Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
-#   profile_*_next  step_census --time at both shapes in bf16 with "next": the device's milliseconds
-#                   per kernel label and per product, and the step's time no kernel covers
-#                   (OUT/profile_*.json); on an H100 or H200 also each one's time predicted from its
-#                   declared cost by the card's machine file (--machine)
-#   unit_kernels_next  the GPU build's kernel tests with the row kernels a warp per row (strict fp32)
-#   ncu_flash_next  Nsight Compute's view of the flash kernels at GPT-2's shape
-#   gpt2_graph_next  GPT-2 with "next" and train.cuda_graph = true
-#   gpt2, llama_1b  the defaults' speed
-#   equivalence     as above with the defaults; graph: train.cuda_graph's recorded actions replayed on
-#                   a small model against the same steps run directly; libraries_cublas: cuBLAS (fp32,
-#                   TF32, bf16) against the CPU BLAS and the flash kernels' default version
-#   census          bench/step_census in bf16: one step's launches, products and host waits
-#   profile_*       the profiles with the defaults
-#   unit            the GPU build's kernel and model tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
-#   the rest        "plain" (equivalence, GPT-2, Llama), GPT-2 in TF32 against PyTorch tf32-explicit,
-#                   the census in TF32, NCCL's collectives on one rank, trident's export loaded by
-#                   `transformers` (from_pretrained; skipped without it)
+#   llama_1b        Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
+#   profile_*       step_census --time at both shapes in bf16: the device's milliseconds per kernel
+#                   label and per product, and the step's time no kernel covers (OUT/profile_*.json);
+#                   on an H100 or H200 also each one's time predicted from its declared cost by the
+#                   card's machine file (--machine)
+#   unit_kernels    the GPU build's kernel tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
+#   gpt2_graph      GPT-2 with train.cuda_graph = true
+#   ncu_flash       Nsight Compute's view of the flash kernels at GPT-2's shape
+#   *_previous      GPT-2 and Llama with the previous defaults
+#   the rest        cuBLAS (fp32, TF32, bf16) against the CPU BLAS, the census in bf16, the kernel
+#                   tests with a team per row, the model tests, "plain" (equivalence, GPT-2, Llama),
+#                   GPT-2 in TF32 against PyTorch tf32-explicit, the census in TF32, NCCL's
+#                   collectives on one rank, trident's export loaded by `transformers`
+#                   (from_pretrained; skipped without it), version 2 of the flash kernels
 # GPU_CHECK_STEPS="name ..." runs only the steps named (a second, shorter lease).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -143,47 +143,40 @@ llama_shape=(model.layers=16 model.d_model=2048 model.heads=32 model.kv_heads=8 
 export kit repo python out
 export -f node_check equivalence bench census profile machine_file
 plain=(TRIDENT_FLASH_ATTENTION=0 TRIDENT_FUSED_EPILOGUES=0)
-next=(TRIDENT_FLASH_VERSION=3 TRIDENT_WARP_ROWS=1)
-version_2=(TRIDENT_FLASH_VERSION=2 TRIDENT_WARP_ROWS=1)
+previous=(TRIDENT_FLASH_VERSION=1 TRIDENT_WARP_ROWS=0)
 llama_batch=4
 
 step node 10 node_check
 [ "$(gpu_memory_gib)" -lt 100 ] && llama_batch=2
-# The candidate kernels are checked first; "next" becomes version 2 if version 3 fails, and the
-# default kernels with warp rows if both fail, so that the timings below measure kernels that passed.
-step libraries_v3 20 TRIDENT_FLASH_VERSION=3 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
-if [ "$outcome" != passed ]; then
-  step libraries_v2 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
-  if [ "$outcome" = passed ]; then next=("${version_2[@]}"); else next=(TRIDENT_WARP_ROWS=1); fi
-fi
-step equivalence_next 60 "${next[@]}" equivalence
-step gpt2_next 100 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile \
+# The flash kernels are checked first; the steps after take version 1 if the default fails, so that
+# their timings measure kernels that passed.
+kernels=()
+step libraries_flash 20 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
+[ "$outcome" = passed ] || kernels=(TRIDENT_FLASH_VERSION=1)
+step equivalence 60 "${kernels[@]}" equivalence
+step graph 20 "${kernels[@]}" NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
+step gpt2 100 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile \
   --json "$out/gpt2.json"
-step llama_1b_next 130 "${next[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
+step llama_1b 130 "${kernels[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
   --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
-step profile_gpt2_bf16_next 20 "${next[@]}" profile gpt2_bf16_next tiny.toml "${gpt2_shape[@]}" train.precision=bf16
-step profile_llama_1b_bf16_next 40 "${next[@]}" profile llama_1b_bf16_next llama-tiny.toml "${llama_shape[@]}" \
+step profile_gpt2_bf16 20 "${kernels[@]}" profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
+step profile_llama_1b_bf16 40 "${kernels[@]}" profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
   schedule.micro_batch_size="$llama_batch" train.precision=bf16
-step unit_kernels_next 30 TRIDENT_WARP_ROWS=1 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
+step unit_kernels 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
+step gpt2_graph 25 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
 # Nsight Compute on the second step's last forward and the first dQ and dK-dV launches (step 1 and
 # 11 of 12 layers' forwards skipped) at GPT-2's shape: throughput against the peaks, occupancy, and
 # where the warps stall.
-step ncu_flash_next 60 "${next[@]}" ncu --target-processes all --kernel-name regex:flash_ \
+step ncu_flash 60 "${kernels[@]}" ncu --target-processes all --kernel-name regex:flash_ \
   --launch-skip 47 --launch-count 3 --section SpeedOfLight --section Occupancy --section WarpStateStats \
   "$kit/bin/step_census" "$repo/input_decks/tiny.toml" --set parallel.tp=1 --set parallel.pp=1 \
   --set parallel.dp=1 --set schedule.microbatches=1 $(printf -- '--set %s ' "${gpt2_shape[@]}") \
   --set train.precision=bf16
-step gpt2_graph_next 25 "${next[@]}" bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
-step gpt2 25 bench --configs gpt2-1024 --precision bf16 --torch none
-step llama_1b 40 bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
-step equivalence 70 equivalence
-step graph 20 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
-step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests"
-step census 20 "${next[@]}" census --set train.precision=bf16
-step profile_gpt2_bf16 20 profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
-step profile_llama_1b_bf16 40 profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
-  schedule.micro_batch_size="$llama_batch" train.precision=bf16
-step unit_kernels 40 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
+step gpt2_previous 25 "${previous[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
+step llama_1b_previous 90 "${previous[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
+step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests" --gtest_filter='-FlashAttention.*'
+step census 20 "${kernels[@]}" census --set train.precision=bf16
+step unit_kernels_team_rows 30 TRIDENT_WARP_ROWS=0 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"
 step equivalence_plain 60 "${plain[@]}" equivalence
 step gpt2_tf32 45 bench --configs gpt2-1024 --torch tf32-explicit
@@ -193,12 +186,13 @@ step libraries_nccl 15 "$kit/bin/mpirun" -n 1 "$kit/libexec/trident_gpu_mpi_test
   "--gtest_filter=-*PointToPoint*:NcclPipelineCommTest.*"
 step hf_from_pretrained 40 "$python" "$repo/bench/hf_from_pretrained.py" --trident "$kit/bin/trident" \
   --mpirun "$kit/bin/mpirun"
-step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
+step libraries_v2 20 TRIDENT_FLASH_VERSION=2 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
+step llama_1b_plain 90 "${plain[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
 
 {
   echo
-  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch; next: ${next[*]}"
-  for name in gpt2_next llama_1b_next gpt2 gpt2_graph_next llama_1b gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
+  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); Llama batch $llama_batch; kernels: ${kernels[*]}"
+  for name in gpt2 llama_1b gpt2_graph gpt2_previous llama_1b_previous gpt2_tf32 gpt2_bf16_plain llama_1b_plain; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name"
@@ -206,7 +200,7 @@ step llama_1b_plain 45 "${plain[@]}" bench --configs llama-1b --batch "$llama_ba
     grep -B3 -A2 "config  *ms/step" "$logs/$name.log" || echo "(no table: see gpu_check.log)"
     echo '```'
   done
-  for name in profile_gpt2_bf16_next profile_llama_1b_bf16_next profile_gpt2_bf16 profile_llama_1b_bf16; do
+  for name in profile_gpt2_bf16 profile_llama_1b_bf16; do
     [ -f "$logs/$name.log" ] || continue
     echo
     echo "### $name: predicted against measured, the 25 slowest predicted (all in gpu_check.log)"

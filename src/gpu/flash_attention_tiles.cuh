@@ -11,12 +11,14 @@
 // Rows past T are computed on zeros and never written.
 //
 // Versions 1 and 2 of the kernels, a template parameter V: 1 as an H200 first ran them (2026-11-27:
-// equal to the tiled kernel, 28-54 TFLOP/s), and 2 (TRIDENT_FLASH_VERSION=2; not run on a GPU yet)
+// equal to the tiled kernel, 28-54 TFLOP/s; TRIDENT_FLASH_VERSION=1), and 2 (TRIDENT_FLASH_VERSION=2;
+// not run on a GPU yet)
 // with what that run's profile pointed at: a tile's 16-byte loads all issued before the first is
 // converted (version 1 waits for each load in turn: a branch per row past T), and forward's
 // softmax and dQ's row statistics a row's half per lane, the warp's 16 rows at once (version 1
 // walks them one after another, with shuffle reductions and waited-for loads each). Version 3
-// (flash_attention_mma.cuh) keeps these tiles and loads and multiplies in registers instead.
+// (flash_attention_mma.cuh), the default, keeps these tiles and loads and multiplies in registers
+// instead.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -228,11 +230,11 @@ void launch(dim3 grid, const Tensors& t, cudaStream_t stream) {
 
 inline int tiles(int T) { return (T + kTile - 1) / kTile; }
 
-// The kernels' version (TRIDENT_FLASH_VERSION: 1, the default, 2 or 3), read once.
+// The kernels' version (TRIDENT_FLASH_VERSION: 1, 2 or 3, the default), read once.
 inline int version() {
-  static const int chosen = environment_says("TRIDENT_FLASH_VERSION", "3")   ? 3
+  static const int chosen = environment_says("TRIDENT_FLASH_VERSION", "1")   ? 1
                             : environment_says("TRIDENT_FLASH_VERSION", "2") ? 2
-                                                                             : 1;
+                                                                             : 3;
   return chosen;
 }
 

@@ -95,7 +95,10 @@ void add_rows_into(const char* label, int rows, int columns, const DestinationsO
 // (an atomic count) adds every team's sums into `into`, in team order, so the result is the same
 // whatever the timing. The CPU build has one team of one worker.
 #ifdef KOKKOS_ENABLE_CUDA
-inline constexpr int kColumnSumTeams = 132;  // about one per multiprocessor of an H100
+// Two per multiprocessor of an H100 or H200: with kWarpRowsPerTeam warps each, 4,224 warps in flight.
+// The H200 measured one team per multiprocessor of 8 warps at 0.3-0.5 TB/s (2026-11-28): a warp's
+// rows one after another, each load waited for, too few warps to hide it.
+inline constexpr int kColumnSumTeams = 264;
 #else
 inline constexpr int kColumnSumTeams = 1;
 #endif
@@ -133,11 +136,12 @@ struct ColumnAdder {
   }
 };
 
-// Reads a sum another team wrote: on the GPU past this multiprocessor's L1 cache, which does not
-// see other multiprocessors' writes.
+// Reads a sum another team wrote: on the GPU from L2 (ld.global.cg), past this multiprocessor's L1
+// cache, which does not see other multiprocessors' writes. Not a volatile read, so that a thread
+// has many in flight (the last team reads every team's sums).
 KOKKOS_INLINE_FUNCTION float other_team_sum(const float* at) {
 #ifdef __CUDA_ARCH__
-  return *static_cast<const volatile float*>(at);
+  return __ldcg(at);
 #else
   return *at;
 #endif
@@ -178,6 +182,9 @@ void rows_with_column_sums(const char* label, int rows, int columns, const Desti
     team_for(team, columns, [&](int c) {
       for (std::size_t k = 0; k < K; ++k) {
         float sum = 0.0f;
+#ifdef __CUDA_ARCH__
+#pragma unroll 8
+#endif
         for (int s = 0; s < teams; ++s) sum += other_team_sum(scratch.partials + s * workers * slice + k * columns + c);
         if (into[k]) into[k][c] += sum;
       }

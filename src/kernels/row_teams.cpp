@@ -14,7 +14,7 @@ void size_team_scratch_pool() {
 
 bool warp_rows() {
 #ifdef KOKKOS_ENABLE_CUDA
-  static const bool on = environment_says("TRIDENT_WARP_ROWS", "1");
+  static const bool on = !environment_says("TRIDENT_WARP_ROWS", "0");
   return on;
 #else
   return false;

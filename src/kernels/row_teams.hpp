@@ -3,10 +3,10 @@
 // compiler vectorises. On the GPU build a row's worker splits the row's columns over its threads, so
 // that neighbouring threads read neighbouring elements, and combines their partial sums and maxima;
 // the worker is one of two, chosen once per run:
-//   a team of kRowTeamThreads threads per row (the default: the mapping every GPU run so far used),
-//   a warp per row, kWarpRowsPerTeam rows to a team of as many warps (TRIDENT_WARP_ROWS=1; not run
-//   on a GPU yet): sums and maxima by warp shuffles, with no block-wide barrier, and more rows in
-//   flight on each multiprocessor.
+//   a warp per row, kWarpRowsPerTeam rows to a team of as many warps (the default; an H200 ran it
+//   first on 2026-11-28): sums and maxima by warp shuffles, with no block-wide barrier, and more rows
+//   in flight on each multiprocessor;
+//   a team of kRowTeamThreads threads per row (TRIDENT_WARP_ROWS=0: the mapping of the GPU runs before).
 // A body tells them apart by the team's size (kRowTeamThreads threads or kWarpRowsPerTeam warps).
 #pragma once
 
@@ -32,7 +32,7 @@ using RowTeam = Kokkos::TeamPolicy<ExecSpace>::member_type;
 
 #ifdef KOKKOS_ENABLE_CUDA
 inline constexpr int kRowTeamThreads = 256;
-inline constexpr int kWarpRowsPerTeam = 8;
+inline constexpr int kWarpRowsPerTeam = 16;
 #else
 inline constexpr int kRowTeamThreads = 1;  // the helpers' host loops assume a team of one
 inline constexpr int kWarpRowsPerTeam = 1;
@@ -44,7 +44,7 @@ inline constexpr int kWarpRowsPerTeam = 1;
 // the first row-team policy makes it (a no-op on the CPU build).
 void size_team_scratch_pool();
 
-// Whether GPU rows are a warp's each (TRIDENT_WARP_ROWS=1); read once. Always false on the CPU build.
+// Whether GPU rows are a warp's each (unless TRIDENT_WARP_ROWS=0); read once. Always false on the CPU build.
 bool warp_rows();
 
 // Teams for `workers` row workers: every team launch in trident takes its policy from here.

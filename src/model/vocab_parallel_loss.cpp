@@ -14,7 +14,7 @@ VocabParallelLoss::VocabParallelLoss(int rows, const TpShape& shape, Comm& tp)
       stats_(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("loss_stats")), 3 * rows),
       all_stats_(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("loss_all_stats")),
                  tp.size() * stats_.size()),
-      sums_(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("loss_sums")), 64),
+      sums_(std::string("loss_sums"), 64),
       uncounted_(std::string("uncounted_loss_sum")) {}
 
 void VocabParallelLoss::operator()(float* logits, float* losses, const int* targets, bool counted) {
@@ -29,13 +29,19 @@ void VocabParallelLoss::operator()(float* logits, float* losses, const int* targ
                        sum);
 }
 
+// Every slot is read and cleared, not the first calls_: a replayed CUDA graph
+// (pipeline/graphed_stage.hpp) writes its calls' slots without running operator()'s host code, so
+// calls_ does not count them. A slot no call wrote holds 0 and adds nothing.
 void VocabParallelLoss::take_sum(double* total) {
   const auto sums = sums_;
-  const int calls = calls_;
-  declare_kernel_cost({8.0 * (calls + 1), static_cast<double>(calls)});
+  const int slots = static_cast<int>(sums_.extent(0));
+  declare_kernel_cost({8.0 * (2 * slots + 1), static_cast<double>(slots)});
   Kokkos::parallel_for("loss_sum", Kokkos::RangePolicy<ExecSpace>(0, 1), KOKKOS_LAMBDA(int) {
     double sum = 0.0;
-    for (int call = 0; call < calls; ++call) sum += sums(call);
+    for (int slot = 0; slot < slots; ++slot) {
+      sum += sums(slot);
+      sums(slot) = 0.0;
+    }
     *total = sum;
   });
   calls_ = 0;

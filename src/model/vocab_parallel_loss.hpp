@@ -32,8 +32,9 @@ class VocabParallelLoss {
   Comm* tp_;
   FloatBuffer stats_;      // [3, rows]: this rank's
   FloatBuffer all_stats_;  // [tp, 3, rows]: every rank's
-  Kokkos::View<double*, MemSpace> sums_;  // one per counted call since the last take; grows, never shrinks
-  int calls_ = 0;
+  // One per counted call since the last take, in call order, 0 where none wrote; grows, never shrinks.
+  Kokkos::View<double*, MemSpace> sums_;
+  int calls_ = 0;  // counted calls since the last take whose host code ran: the next call's slot
   Kokkos::View<double, MemSpace> uncounted_;  // where an uncounted call's sum goes
 };
 

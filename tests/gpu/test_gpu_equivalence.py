@@ -6,7 +6,8 @@ backends) and read the same tokens, so they differ only by arithmetic: in strict
 (NVIDIA_TF32_OVERRIDE=0) by the order of float sums, with TF32 tensor cores (the GPU build's
 default) by the 10-bit mantissa of the GEMM inputs; with train.precision = "bf16" both builds
 multiply the same bf16-rounded inputs (exact products, fp32 sums), so again only by the order of
-sums. Without a GPU the test reports "skipped: no GPU".
+sums, which bf16 makes count for more (see BF16_NOISE_FACTOR). Without a GPU the test reports
+"skipped: no GPU".
 
 A grid runs on one GPU too (parallel.share_device: tp 2 x pp 2, four ranks sharing the device, their
 messages through host memory), in strict fp32 against the CPU build's one rank: every grid's
@@ -14,8 +15,8 @@ losses are one rank's up to the order of sums. And bf16 with train.cuda_graph: e
 once as a CUDA graph and replayed, the same kernels on the same buffers.
 
 The CPU side is the CPU build run here (TRIDENT_CPU_EXE), or its losses computed beforehand on a CPU
-machine (TRIDENT_CPU_LOSSES, a JSON file {"fp32": [...], "bf16": [...]} that scripts/gpu_kit
-writes): a GPU node need not hold the CPU build.
+machine (TRIDENT_CPU_LOSSES, a JSON file {"fp32": [...], "bf16": [...], "bf16_tp2": [...]} that
+scripts/gpu_kit writes): a GPU node need not hold the CPU build.
 """
 import json
 import os
@@ -36,6 +37,14 @@ SETTINGS = ("parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "schedule.microba
 # and GPU kernels reduce in different orders); TF32: rounding of GEMM inputs to 11 significant bits
 # (2^-11 ≈ 4.9e-4 per element), averaged over the tokens of a step's loss.
 TOLERANCE = {"fp32": 1e-4, "tf32": 2e-3, "bf16": 1e-4, "grid": 1e-4, "bf16_graph": 1e-4}
+# In bf16 a sum taken in another order now and then lands on the other side of a bf16 rounding,
+# which moves a product's input by one bf16 unit (2^-8), and AdamW carries that into the weights:
+# on this deck the CPU build's own tp 2 run in bf16 differs from its one rank by 2e-6 to 2e-5 over
+# the first four steps and 1.05e-4 at the fifth (measured 2026-11-28), more than fp32's bound. A
+# bf16 GPU run, whose every sum has another order, is held at each step to this many times the CPU
+# build's own reassociation noise there (tp 2 against one rank), and to the 1e-4 above where that is
+# larger; a lost or doubled gradient moves the losses by 1e-2 and more.
+BF16_NOISE_FACTOR = 3
 # The CPU run each GPU run is compared with: TF32 against fp32 (the CPU build's fp32 is exact).
 CPU_PRECISION = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "grid": "fp32", "bf16_graph": "bf16"}
 # The GPU runs: train.precision, whether cuBLAS keeps strict fp32, its ranks and its own settings:
@@ -69,13 +78,24 @@ def losses(exe, out, env, precision, ranks=1, settings=()):
         return np.asarray(f["steps"]["loss"][()], dtype=np.float64)
 
 
-def cpu_run(precision, tmp_path_factory):
-    """The CPU build's losses at `precision`, from the file if one is given, else run here."""
+def cpu_run(precision, tmp_path_factory, grid=""):
+    """The CPU build's losses at `precision` (on one rank, or with grid "tp2" on two), from the file if
+    one is given, else run here."""
     reference = os.environ.get("TRIDENT_CPU_LOSSES")
     if reference:
-        return np.asarray(json.loads(Path(reference).read_text())[precision], dtype=np.float64)
-    return losses(executable("TRIDENT_CPU_EXE"), tmp_path_factory.mktemp(f"cpu_{precision}"), dict(os.environ),
-                  precision)
+        key = f"{precision}_{grid}" if grid else precision
+        return np.asarray(json.loads(Path(reference).read_text())[key], dtype=np.float64)
+    ranks, settings = (2, ("parallel.tp=2",)) if grid else (1, ())
+    return losses(executable("TRIDENT_CPU_EXE"), tmp_path_factory.mktemp(f"cpu_{precision}{grid}"), dict(os.environ),
+                  precision, ranks, settings)
+
+
+def bounds(math, tmp_path_factory):
+    """Each step's bound on |loss_gpu / loss_cpu - 1|."""
+    if CPU_PRECISION[math] != "bf16":
+        return np.full(STEPS, TOLERANCE[math])
+    one_rank, tp2 = (cpu_run("bf16", tmp_path_factory, grid) for grid in ("", "tp2"))
+    return np.maximum(TOLERANCE[math], BF16_NOISE_FACTOR * np.abs(tp2 / one_rank - 1.0))
 
 
 @pytest.mark.parametrize("math", ["fp32", "tf32", "bf16", "grid", "bf16_graph"])
@@ -87,9 +107,9 @@ def test_gpu_losses_follow_the_cpu_run(tmp_path_factory, tmp_path, math):
         env["NVIDIA_TF32_OVERRIDE"] = "0"  # cuBLAS then ignores the TF32 request
     gpu = losses(executable("TRIDENT_EXE"), tmp_path, env, precision, ranks, settings)
     assert len(gpu) == len(cpu_losses) == STEPS
-    deviation = np.abs(gpu / cpu_losses - 1.0)
-    assert np.all(deviation <= TOLERANCE[math]), (
+    deviation, bound = np.abs(gpu / cpu_losses - 1.0), bounds(math, tmp_path_factory)
+    assert np.all(deviation <= bound), (
         f"{math}: GPU losses {gpu.tolist()} vs CPU {cpu_losses.tolist()}: relative deviations "
-        f"{deviation.tolist()} exceed {TOLERANCE[math]}")
+        f"{deviation.tolist()} exceed {bound.tolist()}")
     # The run trains: the loss falls, on both.
     assert gpu[-1] < gpu[0] and cpu_losses[-1] < cpu_losses[0]

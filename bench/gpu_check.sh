@@ -23,15 +23,15 @@
 #                   one rank, 1e-4
 #   graph           train.cuda_graph's recorded actions replayed on a small model against the same
 #                   steps run directly (tests/model/graphed_stage_test.cpp)
-#   gpt2            GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
-#                   bf16-sdpa-compile (issue 36's target)
-#   llama_1b        Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), the same
-#   profile_*       step_census --time at both shapes in bf16: the device's milliseconds per kernel
-#                   label and per product, and the step's time no kernel covers (OUT/profile_*.json);
-#                   on an H100 or H200 also each one's time predicted from its declared cost by the
-#                   card's machine file (--machine)
 #   unit_kernels    the GPU build's kernel tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
+#   profile_*       step_census --time at GPT-2's shape, later Llama's, in bf16: the device's
+#                   milliseconds per kernel label and per product, and the step's time no kernel
+#                   covers (OUT/profile_*.json); on an H100 or H200 also each one's time predicted
+#                   from its declared cost by the card's machine file (--machine)
+#   gpt2            GPT-2 124M, T 1024, B 8, trident in bf16 against PyTorch bf16-sdpa and
+#                   bf16-sdpa-compile (issue 36's target; GPU_CHECK_TORCH=none leaves PyTorch out)
 #   gpt2_graph      GPT-2 with train.cuda_graph = true
+#   llama_1b        Llama 3.2 1B's shape, T 4096, B 4 (B 2 below 100 GB of GPU memory), as GPT-2
 #   ncu_flash       Nsight Compute's view of the flash kernels at GPT-2's shape
 #   *_previous      GPT-2 and Llama with the previous defaults
 #   the rest        cuBLAS (fp32, TF32, bf16) against the CPU BLAS, the census in bf16, the kernel
@@ -145,6 +145,7 @@ export -f node_check equivalence bench census profile machine_file
 plain=(TRIDENT_FLASH_ATTENTION=0 TRIDENT_FUSED_EPILOGUES=0)
 previous=(TRIDENT_FLASH_VERSION=1 TRIDENT_WARP_ROWS=0)
 llama_batch=4
+torch="${GPU_CHECK_TORCH:-bf16-sdpa,bf16-sdpa-compile}"
 
 step node 10 node_check
 [ "$(gpu_memory_gib)" -lt 100 ] && llama_batch=2
@@ -155,15 +156,14 @@ step libraries_flash 20 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttent
 [ "$outcome" = passed ] || kernels=(TRIDENT_FLASH_VERSION=1)
 step equivalence 60 "${kernels[@]}" equivalence
 step graph 20 "${kernels[@]}" NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
-step gpt2 100 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch bf16-sdpa,bf16-sdpa-compile \
-  --json "$out/gpt2.json"
-step llama_1b 130 "${kernels[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 \
-  --torch bf16-sdpa,bf16-sdpa-compile --json "$out/llama_1b.json"
-step profile_gpt2_bf16 20 "${kernels[@]}" profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
-step profile_llama_1b_bf16 40 "${kernels[@]}" profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
-  schedule.micro_batch_size="$llama_batch" train.precision=bf16
 step unit_kernels 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
+step profile_gpt2_bf16 20 "${kernels[@]}" profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
+step gpt2 70 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch "$torch" --json "$out/gpt2.json"
 step gpt2_graph 25 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
+step profile_llama_1b_bf16 110 "${kernels[@]}" profile llama_1b_bf16 llama-tiny.toml "${llama_shape[@]}" \
+  schedule.micro_batch_size="$llama_batch" train.precision=bf16
+step llama_1b 220 "${kernels[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch "$torch" \
+  --json "$out/llama_1b.json"
 # Nsight Compute on the second step's last forward and the first dQ and dK-dV launches (step 1 and
 # 11 of 12 layers' forwards skipped) at GPT-2's shape: throughput against the peaks, occupancy, and
 # where the warps stall.

@@ -117,7 +117,10 @@ def test_replanning_moves_layers_off_a_straggler(tmp_path):
     (TRIDENT_TEST_SLOW_RANK, test-only). After step 2 re-planning finds it from every rank's measured
     costs and moves layers off its stage (an emulated chunk sleeps in proportion to its layers), the
     steps after it are faster, and the timeline's `replans` says when and why."""
-    unit = 10  # ms: F = 10, B = 20, I = W = 10 per 4 layers (the deck's split)
+    # ms: F = 25, B = 50, I = W = 25 per 4 layers (the deck's split). Long enough that what is not
+    # emulated (messages, scheduling 4 ranks on 2 busy cores, AddressSanitizer) stays well under
+    # re-planning's 10% straggler threshold on the ranks not slowed: with 10 ms a CI run measured 1.15x.
+    unit = 25
     out = tmp_path / "run"
     run_trident(out, *EMULATED, "model.layers=8", "train.steps=5", f"emulate.forward_ms={unit}",
                 f"emulate.backward_ms={2 * unit}", f"emulate.input_grad_ms={unit}", f"emulate.weight_grad_ms={unit}",

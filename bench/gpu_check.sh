@@ -11,19 +11,22 @@
 #   bash bench/gpu_check.sh [KIT] [OUT]     (defaults: gpu-kit.tar.xz, $OUT or gpu-check-out)
 # The GPU build's defaults are cuBLASLt's fused epilogues, the row kernels a warp per row and, under
 # bf16, version 3 of our flash kernels; "kernels" is those defaults, or version 1 of the flash kernels
-# where version 3's kernel tests fail; "previous" the defaults before 2026-11-28
+# where version 3's kernel tests fail, and the candidate CUDA row kernels (TRIDENT_FUSED_NORMS=1,
+# TRIDENT_FUSED_CROSS_ENTROPY=1) where their kernel tests pass; "previous" the defaults before 2026-11-28
 # (TRIDENT_FLASH_VERSION=1 TRIDENT_WARP_ROWS=0); "plain" TRIDENT_FUSED_EPILOGUES=0
 # TRIDENT_FLASH_ATTENTION=0. Steps, in order:
 #   node            nvidia-smi; every library of the kit's executables resolves
 #   libraries_flash the flash kernels (the default version) against the CPU build's tiled attention
 #                   (bf16, trident_gpu_tests)
+#   libraries_rows  the CUDA norm backward and cross-entropy against the CPU build's Kokkos kernels
+#                   (trident_gpu_tests), each a candidate for the steps after where its tests pass
 #   equivalence     the small deck's 5 losses against the CPU build's: fp32 1e-4, TF32 2e-3, bf16 three
 #                   times the CPU build's own noise from the order of sums, at least 1e-4 (also with
 #                   train.cuda_graph), and tp 2 x pp 2 on the one GPU (parallel.share_device) against
 #                   one rank, 1e-4
 #   graph           train.cuda_graph's recorded actions replayed on a small model against the same
 #                   steps run directly (tests/model/graphed_stage_test.cpp)
-#   unit_kernels    the GPU build's kernel tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0)
+#   unit_kernels    the GPU build's kernel tests, strict fp32 (NVIDIA_TF32_OVERRIDE=0), with "kernels"
 #   profile_*       step_census --time at GPT-2's shape, later Llama's, in bf16: the device's
 #                   milliseconds per kernel label and per product, and the step's time no kernel
 #                   covers (OUT/profile_*.json); on an H100 or H200 also each one's time predicted
@@ -114,6 +117,20 @@ machine_file() {
   esac
 }
 
+# rows_passed SUITE: whether libraries_rows ran every test of SUITE and none failed.
+rows_passed() {
+  "$python" - "$work/rows.json" "$1" <<'PY'
+import json, sys
+try:
+    suites = {s["name"]: s for s in json.load(open(sys.argv[1]))["testsuites"]}
+except (OSError, ValueError, KeyError):
+    sys.exit(1)
+suite = suites.get(sys.argv[2])
+ran = suite and all(t.get("result") == "COMPLETED" for t in suite["testsuite"])
+sys.exit(0 if ran and suite["failures"] == 0 and suite.get("errors", 0) == 0 else 1)
+PY
+}
+
 gpu_memory_gib() { nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1 | awk '{print int($1 / 1024)}'; }
 
 equivalence() {
@@ -154,9 +171,14 @@ step node 10 node_check
 kernels=()
 step libraries_flash 20 "$kit/bin/trident_gpu_tests" --gtest_filter='FlashAttention.*'
 [ "$outcome" = passed ] || kernels=(TRIDENT_FLASH_VERSION=1)
+step libraries_rows 15 "$kit/bin/trident_gpu_tests" --gtest_filter='NormBackward.*:CrossEntropy.*' \
+  --gtest_output=json:"$work/rows.json"
+for candidate in NormBackward:TRIDENT_FUSED_NORMS CrossEntropy:TRIDENT_FUSED_CROSS_ENTROPY; do
+  rows_passed "${candidate%%:*}" && kernels+=("${candidate#*:}=1")
+done
 step equivalence 60 "${kernels[@]}" equivalence
 step graph 20 "${kernels[@]}" NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests" --gtest_filter='GraphedStage.*'
-step unit_kernels 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
+step unit_kernels 30 "${kernels[@]}" NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step profile_gpt2_bf16 20 "${kernels[@]}" profile gpt2_bf16 tiny.toml "${gpt2_shape[@]}" train.precision=bf16
 step gpt2 70 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch "$torch" --json "$out/gpt2.json"
 step gpt2_graph 25 "${kernels[@]}" bench --configs gpt2-1024 --precision bf16 --torch none --set train.cuda_graph=true
@@ -174,7 +196,7 @@ step ncu_flash 60 "${kernels[@]}" ncu --target-processes all --kernel-name regex
   --set train.precision=bf16
 step gpt2_previous 25 "${previous[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
 step llama_1b_previous 90 "${previous[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
-step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests" --gtest_filter='-FlashAttention.*'
+step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests" --gtest_filter='-FlashAttention.*:NormBackward.*:CrossEntropy.*'
 step census 20 "${kernels[@]}" census --set train.precision=bf16
 step unit_kernels_team_rows 30 TRIDENT_WARP_ROWS=0 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"

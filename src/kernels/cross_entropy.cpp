@@ -2,6 +2,7 @@
 
 #include <cfloat>
 
+#include "kernels/fused_rows.hpp"
 #include "kernels/math.hpp"
 #include "kernels/row_teams.hpp"
 
@@ -33,6 +34,7 @@ void softmax_cross_entropy(float* logits, float* losses, const int* targets, int
   // Three passes over each row (its maximum; the exponentials written; the gradient written).
   const double elements = static_cast<double>(rows) * V;
   declare_kernel_cost(KernelCost::of_floats(3.0 * elements + rows, 2.0 * elements + rows, 5.0 * elements));
+  if (fused_rows::cross_entropy(logits, losses, targets, rows, V, loss_sum)) return;
   // Each row is finished while it is still in cache, which the two-pass shard version cannot do.
   sum_over_rows_into(
       "softmax_cross_entropy", rows,

@@ -1,6 +1,7 @@
 #include "kernels/layernorm.hpp"
 
 #include "kernels/column_sums.hpp"
+#include "kernels/fused_rows.hpp"
 #include "kernels/math.hpp"
 #include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
@@ -28,6 +29,7 @@ void layernorm_backward(float* dx, float* dweight, float* dbias, const float* do
                         const float* mean, const float* rstd, const float* weight, int rows, int C,
                         const ColumnSumScratch& scratch) {
   declare_kernel_cost(norm_backward_cost(rows, C, 2, 14));
+  if (fused_rows::norm_backward(dx, dweight, dbias, dout, x, mean, rstd, weight, rows, C, scratch)) return;
   rows_with_column_sums<2>(
       "layernorm_backward", rows, C, Destinations<2>{dweight, dbias}, scratch,
       KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<2>& add) {

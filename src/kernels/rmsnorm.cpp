@@ -1,6 +1,7 @@
 #include "kernels/rmsnorm.hpp"
 
 #include "kernels/column_sums.hpp"
+#include "kernels/fused_rows.hpp"
 #include "kernels/math.hpp"
 #include "kernels/matmul_precision.hpp"
 #include "kernels/row_teams.hpp"
@@ -24,6 +25,7 @@ void rmsnorm_forward(ProductInput out, float* rstd, const NormInput& x, const fl
 void rmsnorm_backward(float* dx, float* dweight, const float* dout, const float* x, const float* rstd,
                       const float* weight, int rows, int C, const ColumnSumScratch& scratch) {
   declare_kernel_cost(norm_backward_cost(rows, C, 1, 9));
+  if (fused_rows::norm_backward(dx, dweight, nullptr, dout, x, nullptr, rstd, weight, rows, C, scratch)) return;
   rows_with_column_sums<1>(
       "rmsnorm_backward", rows, C, Destinations<1>{dweight}, scratch,
       KOKKOS_LAMBDA(const RowTeam& team, int r, const ColumnAdder<1>& add) {

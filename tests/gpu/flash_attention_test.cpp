@@ -7,10 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <limits>
 #include <vector>
 
+#include "compare.hpp"
 #include "device_vector.hpp"
 #include "gpu_available.hpp"
 #include "kernels/attention.hpp"
@@ -18,19 +17,6 @@
 
 namespace trident {
 namespace {
-
-// ‖got − want‖ / ‖want‖; infinite where got holds a NaN (an element left unwritten).
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double difference = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (std::isnan(got[i])) return std::numeric_limits<double>::infinity();
-    difference += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    norm += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(difference / norm);
-}
-
-std::vector<float> poisoned(std::size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
 
 // One sequence batch with q, k, v in one row per token, q | k | v (GPT-2's c_attn output, Llama's
 // fused projection), and the output's gradient.

@@ -6,7 +6,10 @@ and its rows stored 16 bytes at a time; in version 2 of the kernels, a thread's 
 issued one after another with no branch between (so their latencies overlap) and forward's
 probabilities written to shared memory 16 bytes at a time; in version 3 (flash_attention_mma.cuh),
 products as PTX's mma.sync m16n8k16 on operands that ldmatrix reads (transposed for the products
-with a tile down its columns), and no WMMA, whose fragments went through shared memory."""
+with a tile down its columns), and no WMMA, whose fragments went through shared memory. The fused norm
+backward (norm_backward.cu), every instantiation: no spills, rows read and written 16 bytes at a time,
+and its weight-gradient sums in registers (one atomic a block: the count of blocks done). Cross-entropy
+(cross_entropy.cu): no spills, the logits read and the gradient written 16 bytes at a time."""
 import os
 import re
 import subprocess
@@ -129,4 +132,39 @@ def test_version_3_multiplies_in_registers_from_ldmatrix_operands(build, kernel,
     assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16", body), "P·V's, dS·K's by ldmatrix.trans"
     assert re.search(r"ld\.global\.nc\.v4\.f32", body), "tiles loaded 16 bytes at a time"
     assert re.search(r"st\.global(\.wb)?\.v4\.f32", body), "rows stored 16 bytes at a time"
+    assert not re.search(r"\b(ld|st)\.local\b", body), "nothing in local memory"
+
+
+# norm_backward_rows<centred, chunks>: LayerNorm (centred) up to 8 chunks of 128 columns, RMSNorm to 16.
+NORM_INSTANCES = [(True, c) for c in (2, 4, 6, 8)] + [(False, c) for c in (2, 4, 6, 8, 12, 16)]
+
+
+def norm_entry(table, centred, chunks):
+    mangled = f"norm_backward_rowsILb{int(centred)}ELi{chunks}EE"
+    names = [name for name in table if mangled in name]
+    assert len(names) == 1, f"norm_backward_rows<{centred}, {chunks}> among {sorted(table)}"
+    return table[names[0]]
+
+
+@pytest.mark.parametrize("centred,chunks", NORM_INSTANCES)
+def test_norm_backward_keeps_its_sums_in_registers(build, centred, chunks):
+    stack, stores, loads, registers = norm_entry(build[0], centred, chunks)
+    assert (stack, stores, loads) == (0, 0, 0), f"norm_backward_rows<{centred}, {chunks}>: {registers} registers"
+    assert registers <= (128 if chunks <= 12 else 255)  # two blocks a multiprocessor up to 12 chunks
+    body = norm_entry(build[1], centred, chunks)
+    assert re.search(r"ld\.global\.nc\.v4\.f32", body), "dout, x and the weight read 16 bytes at a time"
+    assert re.search(r"ld\.global\.v4\.f32", body), "dx read 16 bytes at a time"
+    assert re.search(r"st\.global(\.wb)?\.v4\.f32", body), "dx written 16 bytes at a time"
+    assert not re.search(r"\b(ld|st)\.local\b", body), "nothing in local memory"
+    assert len(re.findall(r"\batom\.", body)) == 1, "one atomic: the count of blocks done"
+
+
+def test_cross_entropy_reads_and_writes_16_bytes_at_a_time(build):
+    names = [name for name in build[0] if "cross_entropy_rows" in name]
+    assert len(names) == 1, sorted(build[0])
+    stack, stores, loads, registers = build[0][names[0]]
+    assert (stack, stores, loads) == (0, 0, 0), f"cross_entropy_rows: {registers} registers"
+    body = build[1][names[0]]
+    assert re.search(r"ld\.global\.nc\.v4\.f32", body), "the first pass reads 16 bytes at a time"
+    assert re.search(r"st\.global(\.wb)?\.v4\.f32", body), "the gradient written 16 bytes at a time"
     assert not re.search(r"\b(ld|st)\.local\b", body), "nothing in local memory"

@@ -113,7 +113,8 @@ __device__ void add_warps_in_order(const LaneSums<kChunks>& sums, float4* block_
 // dbias) in block order and resets the counter.
 __device__ void add_blocks_in_order(const NormBackwardArgs& a, const float4* block_sums, int sums4) {
   float4* partials = reinterpret_cast<float4*>(a.partials);
-  for (int i = threadIdx.x; i < sums4; i += blockDim.x) partials[static_cast<long>(blockIdx.x) * sums4 + i] = block_sums[i];
+  float4* mine = partials + static_cast<long>(blockIdx.x) * sums4;
+  for (int i = threadIdx.x; i < sums4; i += blockDim.x) mine[i] = block_sums[i];
   __threadfence();  // this block's sums are visible before it counts itself done
   __shared__ bool last;
   __syncthreads();
@@ -125,7 +126,8 @@ __device__ void add_blocks_in_order(const NormBackwardArgs& a, const float4* blo
   for (int i = threadIdx.x; i < sums4; i += blockDim.x) {
     float4 sum = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 8
-    for (int b = 0; b < static_cast<int>(gridDim.x); ++b) sum = sum + __ldcg(partials + static_cast<long>(b) * sums4 + i);
+    for (int b = 0; b < static_cast<int>(gridDim.x); ++b)
+      sum = sum + __ldcg(partials + static_cast<long>(b) * sums4 + i);
     float* gradient = i < quarter ? a.dweight : a.dbias;  // null: not wanted
     if (!gradient) continue;
     float* into = gradient + kLaneFloats * (i % quarter);

@@ -196,7 +196,8 @@ step ncu_flash 60 "${kernels[@]}" ncu --target-processes all --kernel-name regex
   --set train.precision=bf16
 step gpt2_previous 25 "${previous[@]}" bench --configs gpt2-1024 --precision bf16 --torch none
 step llama_1b_previous 90 "${previous[@]}" bench --configs llama-1b --batch "$llama_batch" --precision bf16 --torch none
-step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests" --gtest_filter='-FlashAttention.*:NormBackward.*:CrossEntropy.*'
+step libraries_cublas 30 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_gpu_tests" \
+  --gtest_filter='-FlashAttention.*:NormBackward.*:CrossEntropy.*'
 step census 20 "${kernels[@]}" census --set train.precision=bf16
 step unit_kernels_team_rows 30 TRIDENT_WARP_ROWS=0 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_kernels_tests"
 step unit_model 60 NVIDIA_TF32_OVERRIDE=0 "$kit/bin/trident_model_tests"

@@ -294,19 +294,20 @@ def compute_seconds_per_step(run_dir, world_rank):
 
 @pytest.mark.parametrize("m", [case(4, sanitized=True)])
 def test_replanning_moves_layers_off_a_straggler_and_trains_the_same(trident_run, tmp_path, m):
-    """Issue 41, item 4: world rank 0 (pp 0, dp 0) is four times as slow as its dp peer
-    (TRIDENT_TEST_SLOW_RANK, test-only). After step 2 re-planning finds it from every rank's measured
+    """Issue 41, item 4: world rank 0 (pp 0, dp 0) is eight times as slow as its dp peer
+    (TRIDENT_TEST_SLOW_RANK, test-only; at four times a CI run measured 2.42x, its peers sharing the
+    two cores with another test). After step 2 re-planning finds it from every rank's measured
     costs, moves layers off its stage through a checkpoint, the straggler computes less per step after
     it, the timeline says when and why, and the training is still the one-rank training."""
     wider = ("model.d_model=64", "model.seq_len=64", "schedule.micro_batch_size=2", "train.steps=7")
-    slowed = dict(os.environ, TRIDENT_TEST_SLOW_RANK="0:4")
+    slowed = dict(os.environ, TRIDENT_TEST_SLOW_RANK="0:8")
     out = tmp_path / "straggler"
     run_trident(out, *SMALL, *wider, *pipeline_overrides("1f1b", 2, m, dp=2), 'schedule.replan="once"', ranks=4,
                 env=slowed)
     replans, stage_layers = replans_and_stage_layers(out)
     assert replans.startswith("after step 2, simulated with the measured costs: 1f1b (running)"), replans
     slowness = re.search(r"; stage 0's world rank 0 takes ([0-9.]+)x as long as its peers", replans)
-    assert slowness and float(slowness.group(1)) >= 2.5, replans  # 4x its actions; its peers share the cores
+    assert slowness and float(slowness.group(1)) >= 2.5, replans  # 8x its actions; its peers share the cores
     assert "; layers 4|4 moved to " in replans and replans.endswith(" on the moved layers"), replans
     first, second = map(int, stage_layers.split("|"))
     assert first < second and first + second == 8, stage_layers
